@@ -1,0 +1,43 @@
+// consumer: drives one get from the handle's owner: finds the owner, takes a
+// lease with _rv_acquire, pulls chunks with a bounded window in flight, and
+// answers its requester. One short-lived actor per transfer.
+//
+// It monitors the owner: a dead owner fails the get at once (a request in
+// flight to a dead node would otherwise only end at its timeout), and every
+// request carries consumer_config::request_timeout. On any failure after the
+// lease was granted it detaches the lease, best effort.
+//
+// Messages it answers (once, then it quits):
+//   (get_atom, data_handle)                    -> (byte_buffer, lease_id)
+//   (get_into_atom, data_handle, mutable_bytes) -> (bytes_written, lease_id)
+// Must never: write past a caller buffer, or trust the owner's sizes without
+// checking them against the buffer and staged_payload_max.
+#pragma once
+
+#include <cstdint>
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/fwd.hpp>
+
+#include "actors/consumer_config.hpp"
+#include "actors/gateway_interface.hpp"
+#include "actors/owner_interface.hpp"
+#include "protocol/byte_buffer.hpp"
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ferry::mutable_bytes)
+
+namespace ferry {
+
+struct consumer_metrics;
+
+/// What a consumer needs to know about the node it runs on.
+struct consumer_context {
+  gateway_actor directory;  // resolves a worker id to its owner
+  consumer_config cfg;
+  consumer_metrics* metrics = nullptr;
+};
+
+caf::actor spawn_consumer(caf::actor_system& sys, const consumer_context& ctx);
+
+} // namespace ferry

@@ -1,0 +1,21 @@
+// consumer_config: how a consumer drives its transfers.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+
+namespace ferry {
+
+struct consumer_config {
+  // Bound on every request to an owner (acquire, each pull, detach, ...).
+  std::chrono::milliseconds request_timeout{10000};
+  // Chunk pulls kept in flight per transfer.
+  uint32_t pull_window = 8;
+  // staged_payload_max: the largest payload this node takes (0: no limit).
+  uint64_t staged_payload_max = 0;
+  // This node has an RDMA registry (UCX) and its kill switch is off.
+  bool rdma_configured = false;
+  bool rdma_enabled = true;
+};
+
+} // namespace ferry

@@ -1,0 +1,23 @@
+// consumer_metrics: the series a consumer records (besides path decisions).
+#pragma once
+
+namespace prometheus {
+class Registry;
+class Counter;
+} // namespace prometheus
+
+namespace ferry {
+
+class path_metrics;
+
+struct consumer_metrics {
+  consumer_metrics(prometheus::Registry& registry, path_metrics& paths);
+
+  path_metrics* paths;
+  prometheus::Counter* chunks_pulled;  // ferry_rendezvous_chunks_pulled_total
+  prometheus::Counter* bytes_pulled;   // ferry_rendezvous_bytes_pulled_total
+  prometheus::Counter* gets_ok;        // ferry_rendezvous_gets_total{result="ok"}
+  prometheus::Counter* gets_failed;    // ferry_rendezvous_gets_total{result="error"}
+};
+
+} // namespace ferry

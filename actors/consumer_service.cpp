@@ -1,0 +1,118 @@
+#include "actors/consumer_service.hpp"
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+
+#include "protocol/errors.hpp"
+#include "protocol/rv_messages.hpp"
+
+namespace ferry {
+
+namespace {
+
+struct service_state {
+  consumer_context ctx;
+  static inline const char* name = "ferry.consumer_service";
+};
+
+using service_ptr = consumer_service_actor::stateful_pointer<service_state>;
+
+/// Resolves the owner of `h`, then sends it one control call whose JSON
+/// answer `on_body` turns into the promised reply.
+template <class Promise, class Atom, class Request, class OnBody>
+void call_owner(service_ptr self, Promise rp, const data_handle& h, Atom atom,
+                Request req, OnBody on_body) {
+  auto timeout = self->state.ctx.cfg.request_timeout;
+  self->request(self->state.ctx.directory, timeout, lookup_atom::value, h.owner())
+    .then(
+      [=](caf::actor& owner) mutable {
+        auto typed = caf::actor_cast<owner_actor>(owner);
+        self->request(typed, timeout, atom, encode(req))
+          .then([=](std::string& body) mutable { on_body(rp, body); },
+                [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      },
+      [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+}
+
+consumer_service_actor::behavior_type service(service_ptr self,
+                                              consumer_context ctx) {
+  self->state.ctx = std::move(ctx);
+  return {
+    [=](get_atom, const data_handle& h) {
+      auto rp = self->make_response_promise<byte_buffer, uint64_t>();
+      auto c = spawn_consumer(self->system(), self->state.ctx);
+      self->request(c, caf::infinite, get_atom::value, h)
+        .then(
+          [=](byte_buffer& bytes, uint64_t lease) mutable {
+            rp.deliver(std::move(bytes), lease);
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](get_into_atom, const data_handle& h, mutable_bytes dest) {
+      auto rp = self->make_response_promise<uint64_t, uint64_t>();
+      auto c = spawn_consumer(self->system(), self->state.ctx);
+      self->request(c, caf::infinite, get_into_atom::value, h, dest)
+        .then([=](uint64_t n, uint64_t lease) mutable { rp.deliver(n, lease); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](metadata_atom, const data_handle& h) {
+      auto rp = self->make_response_promise<uint64_t, uint64_t, bool>();
+      call_owner(self, rp, h, rv_metadata_atom::value, rv_metadata_request{h},
+                 [](auto& p, const std::string& body) {
+                   auto md = decode<rv_metadata_response>(body);
+                   if (!md)
+                     p.deliver(md.error());
+                   else
+                     p.deliver(md->total_len, md->refcount, md->pinned);
+                 });
+      return rp;
+    },
+    [=](ref_atom, const data_handle& h) {
+      auto rp = self->make_response_promise<uint64_t>();
+      call_owner(self, rp, h, rv_ref_atom::value, rv_ref_request{h},
+                 [](auto& p, const std::string& body) {
+                   auto r = decode<rv_ref_response>(body);
+                   if (!r)
+                     p.deliver(r.error());
+                   else
+                     p.deliver(r->refcount);
+                 });
+      return rp;
+    },
+    [=](detach_atom, const data_handle& h, uint64_t lease) {
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      call_owner(self, rp, h, rv_detach_atom::value,
+                 rv_detach_request{h, lease},
+                 [](auto& p, const std::string&) {
+                   p.deliver(caf::ok_atom::value);
+                 });
+      return rp;
+    },
+    [=](release_atom, const data_handle& h, uint64_t lease) {
+      auto rp = self->make_response_promise<uint64_t, bool>();
+      call_owner(self, rp, h, rv_release_atom::value,
+                 rv_release_request{h, lease},
+                 [](auto& p, const std::string& body) {
+                   auto r = decode<rv_release_response>(body);
+                   if (!r)
+                     p.deliver(r.error());
+                   else
+                     p.deliver(r->refcount, r->freed);
+                 });
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+consumer_service_actor spawn_consumer_service(caf::actor_system& sys,
+                                              consumer_context ctx) {
+  return sys.spawn(service, std::move(ctx));
+}
+
+} // namespace ferry

@@ -1,0 +1,38 @@
+// consumer_service: a node's local entry point for the consumer side of the
+// handle API. Worker actors and the blocking client talk to it; it spawns one
+// consumer per get and forwards the small calls (metadata, ref, detach,
+// release) to the handle's owner with a bounded timeout.
+// Must never: be sent across nodes (get_into carries a raw local pointer).
+#pragma once
+
+#include <cstdint>
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/consumer.hpp"
+#include "protocol/atoms.hpp"
+#include "protocol/byte_buffer.hpp"
+#include "protocol/data_handle.hpp"
+
+namespace ferry {
+
+using consumer_service_actor = caf::typed_actor<
+  // Bytes and the lease id; the caller ends with detach or release.
+  caf::replies_to<get_atom, data_handle>::with<byte_buffer, uint64_t>,
+  // Bytes written into the caller's buffer and the lease id.
+  caf::replies_to<get_into_atom, data_handle, mutable_bytes>::with<uint64_t,
+                                                                   uint64_t>,
+  // total_len, refcount, pinned. Takes no lock.
+  caf::replies_to<metadata_atom, data_handle>::with<uint64_t, uint64_t, bool>,
+  // The refcount after adding one reference.
+  caf::replies_to<ref_atom, data_handle>::with<uint64_t>,
+  caf::replies_to<detach_atom, data_handle, uint64_t>::with<caf::ok_atom>,
+  // The refcount left and whether the owner freed the slot.
+  caf::replies_to<release_atom, data_handle, uint64_t>::with<uint64_t, bool>>;
+
+consumer_service_actor spawn_consumer_service(caf::actor_system& sys,
+                                              consumer_context ctx);
+
+} // namespace ferry

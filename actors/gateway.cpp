@@ -1,0 +1,163 @@
+#include "actors/gateway.hpp"
+
+#include <map>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "protocol/errors.hpp"
+
+namespace ferry {
+
+namespace {
+
+struct gateway_state {
+  gateway_params params;
+  std::map<uint64_t, peer_hello> peers;
+  // Shared with the exit functor, which may run after the state is gone.
+  std::shared_ptr<std::vector<caf::actor>> workers
+    = std::make_shared<std::vector<caf::actor>>();
+  static inline const char* name = "ferry.gateway";
+};
+
+using gateway_ptr = gateway_actor::stateful_pointer<gateway_state>;
+
+peer_hello own_hello(gateway_ptr self) {
+  auto h = self->state.params.identity;
+  h.port = self->state.params.port->load();
+  h.gateway = caf::actor_cast<caf::actor>(self);
+  h.owner = caf::actor_cast<caf::actor>(self->state.params.node->owner);
+  return h;
+}
+
+void add_peer(gateway_ptr self, const peer_hello& peer) {
+  if (peer.worker_id == self->state.params.identity.worker_id || !peer.gateway)
+    return;
+  auto [i, added] = self->state.peers.insert_or_assign(peer.worker_id, peer);
+  if (added)
+    spdlog::info("peer {:016x} joined ({}:{}, incarnation {:016x})",
+                 peer.worker_id, peer.host, peer.port, peer.incarnation);
+  self->monitor(peer.gateway);
+}
+
+nlohmann::json describe_peer(const peer_hello& p) {
+  return {{"worker_id", p.worker_id},
+          {"incarnation", p.incarnation},
+          {"host", p.host},
+          {"port", p.port},
+          {"capabilities", p.capabilities}};
+}
+
+gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
+  self->state.params = std::move(params);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& peers = self->state.peers;
+    for (auto i = peers.begin(); i != peers.end(); ++i) {
+      if (i->second.gateway.address() == dm.source) {
+        spdlog::warn("peer {:016x} left ({})", i->first, to_string(dm.reason));
+        peers.erase(i);
+        return;
+      }
+    }
+  });
+  self->attach_functor([workers = self->state.workers](const caf::error&) {
+    for (auto& w : *workers)
+      caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  });
+  return {
+    [=](hello_atom, peer_hello& peer) -> peer_hello {
+      add_peer(self, peer);
+      return own_hello(self);
+    },
+    [=](add_peer_atom, peer_hello& peer) -> caf::ok_atom {
+      add_peer(self, peer);
+      return caf::ok_atom::value;
+    },
+    [=](lookup_atom, uint64_t worker_id) -> caf::result<caf::actor> {
+      const auto& node = *self->state.params.node;
+      if (worker_id == node.worker_id)
+        return caf::actor_cast<caf::actor>(node.owner);
+      auto i = self->state.peers.find(worker_id);
+      if (i == self->state.peers.end())
+        return make_error(errc::unknown_owner,
+                          "worker " + std::to_string(worker_id)
+                            + " is not a known peer of this node");
+      return i->second.owner;
+    },
+    [=](spawn_atom, const std::string& name,
+        const caf::message& args) -> caf::result<caf::actor> {
+      auto& workers = self->state.params.workers;
+      auto i = workers.find(name);
+      if (i == workers.end())
+        return make_error(errc::unknown_worker_type,
+                          "no worker type '" + name + "' on this node");
+      auto worker = i->second(self->system(), *self->state.params.node, args);
+      if (!worker)
+        return worker.error();
+      self->state.workers->push_back(*worker);
+      spdlog::info("spawned worker '{}'", name);
+      return *worker;
+    },
+    [=](adopt_atom, const data_handle& h,
+        const std::string&) -> caf::result<data_handle> {
+      auto rp = self->make_response_promise<data_handle>();
+      const auto& node = *self->state.params.node;
+      auto consumer = node.consumer;
+      auto owner = node.owner;
+      self->request(consumer, caf::infinite, get_atom::value, h)
+        .then(
+          [=](byte_buffer& bytes, uint64_t lease) mutable {
+            self
+              ->request(owner, caf::infinite, register_atom::value,
+                        std::move(bytes), uint64_t{0})
+              .then(
+                [=](data_handle& copy) mutable {
+                  rp.deliver(copy);
+                  self->request(consumer, caf::infinite, release_atom::value, h,
+                                lease)
+                    .then([](uint64_t, bool) {},
+                          [=](caf::error& err) {
+                            spdlog::warn("adopt: release of {} failed: {}",
+                                         to_string(h), describe(err));
+                          });
+                },
+                [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](stat_atom) -> caf::result<std::string> {
+      auto rp = self->make_response_promise<std::string>();
+      self->request(self->state.params.node->owner, caf::infinite,
+                    stat_atom::value)
+        .then(
+          [=](std::string& owner_stat) mutable {
+            const auto& id = self->state.params.identity;
+            auto peers = nlohmann::json::array();
+            for (auto& [wid, p] : self->state.peers)
+              peers.push_back(describe_peer(p));
+            nlohmann::json j = describe_peer(id);
+            j["port"] = self->state.params.port->load();
+            j["owner"] = nlohmann::json::parse(owner_stat);
+            j["peers"] = std::move(peers);
+            j["workers"] = self->state.workers->size();
+            rp.deliver(j.dump());
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+gateway_actor spawn_gateway(caf::actor_system& sys, gateway_params params) {
+  return sys.spawn(gateway, std::move(params));
+}
+
+} // namespace ferry

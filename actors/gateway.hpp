@@ -1,0 +1,31 @@
+// gateway: a node's published front door. It keeps the peer directory
+// (worker id -> hello, the peer's gateway monitored), answers hellos, resolves
+// a worker id to its owner, spawns registered worker types on request, and
+// adopts payloads (pull from their owner, stage here).
+// Workers it spawned are stopped when it stops.
+// Must never: block, or keep a peer whose gateway went down.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "actors/gateway_interface.hpp"
+#include "actors/node_context.hpp"
+
+namespace ferry {
+
+struct gateway_params {
+  peer_hello identity;                        // this node; actor fields unset
+  std::shared_ptr<const node_context> node;   // filled before the node publishes
+  worker_registry workers;
+  // The port the node listens on, known only once it has published.
+  std::shared_ptr<std::atomic<uint16_t>> port
+    = std::make_shared<std::atomic<uint16_t>>(0);
+};
+
+gateway_actor spawn_gateway(caf::actor_system& sys, gateway_params params);
+
+} // namespace ferry

@@ -1,0 +1,33 @@
+// gateway_actor: the typed interface of a node's published front door.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/message.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "protocol/atoms.hpp"
+#include "protocol/data_handle.hpp"
+#include "protocol/peer_hello.hpp"
+
+namespace ferry {
+
+using gateway_actor = caf::typed_actor<
+  // A peer introduces itself; the answer is this node's own hello.
+  caf::replies_to<hello_atom, peer_hello>::with<peer_hello>,
+  // Local: record the hello a peer answered after this node connected out.
+  caf::replies_to<add_peer_atom, peer_hello>::with<caf::ok_atom>,
+  // The owner actor of a worker id (this node's own or a peer's).
+  caf::replies_to<lookup_atom, uint64_t>::with<caf::actor>,
+  // Spawns a registered worker type on this node.
+  caf::replies_to<spawn_atom, std::string, caf::message>::with<caf::actor>,
+  // Pulls a payload from its owner and stages a copy here; the second
+  // argument is a JSON object of options ({"pinned": bool}).
+  caf::replies_to<adopt_atom, data_handle, std::string>::with<data_handle>,
+  // What this node holds and whom it knows, as JSON.
+  caf::replies_to<stat_atom>::with<std::string>>;
+
+} // namespace ferry

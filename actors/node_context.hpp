@@ -1,0 +1,36 @@
+// node_context: the handles a worker actor on a node uses to reach ferry:
+// its owner (to stage bytes) and its consumer service (to pull them).
+// Worker factories receive it when a gateway spawns them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+
+#include <caf/actor.hpp>
+#include <caf/expected.hpp>
+#include <caf/fwd.hpp>
+#include <caf/message.hpp>
+
+#include "actors/consumer_service.hpp"
+#include "actors/owner_interface.hpp"
+
+namespace ferry {
+
+struct node_context {
+  uint64_t worker_id = 0;
+  owner_actor owner;
+  consumer_service_actor consumer;
+  std::chrono::milliseconds request_timeout{10000};
+};
+
+/// Builds a worker actor from the arguments of a spawn request.
+using worker_factory = std::function<caf::expected<caf::actor>(
+  caf::actor_system&, const node_context&, const caf::message& args)>;
+
+/// Worker types a node can spawn on request, by name.
+using worker_registry = std::map<std::string, worker_factory>;
+
+} // namespace ferry

@@ -1,0 +1,33 @@
+// owner_actor: the typed interface of a node's owner. The seven rendezvous
+// calls take and answer JSON bodies (protocol/rv_messages.hpp), so skewed
+// versions of ferry talk; _rv_pull answers raw chunk bytes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "protocol/atoms.hpp"
+#include "protocol/byte_buffer.hpp"
+#include "protocol/data_handle.hpp"
+
+namespace ferry {
+
+using owner_actor = caf::typed_actor<
+  caf::replies_to<rv_metadata_atom, std::string>::with<std::string>,
+  caf::replies_to<rv_acquire_atom, std::string>::with<std::string>,
+  caf::replies_to<rv_pull_atom, std::string>::with<byte_buffer>,
+  caf::replies_to<rv_ref_atom, std::string>::with<std::string>,
+  caf::replies_to<rv_detach_atom, std::string>::with<std::string>,
+  caf::replies_to<rv_release_atom, std::string>::with<std::string>,
+  caf::replies_to<rv_lease_renew_atom, std::string>::with<std::string>,
+  // Stages bytes; the second argument is a time-to-live in ms (0: none).
+  caf::replies_to<register_atom, byte_buffer, uint64_t>::with<data_handle>,
+  // The lease reaper's tick: answers whether deadlines remain.
+  caf::replies_to<sweep_atom>::with<bool>,
+  // What the owner holds, as JSON.
+  caf::replies_to<stat_atom>::with<std::string>>;
+
+} // namespace ferry

@@ -1,0 +1,223 @@
+#include "actors/slot_store.hpp"
+
+#include <vector>
+
+#include "protocol/errors.hpp"
+
+namespace ferry {
+
+slot_store::slot_store(uint64_t worker_id, uint64_t chunk_size)
+  : worker_id_(worker_id), chunk_size_(chunk_size == 0 ? 1 : chunk_size) {
+  // nop
+}
+
+data_handle slot_store::register_data(byte_buffer bytes, time_point now,
+                                      std::optional<duration> ttl) {
+  auto id = next_slot_id_++;
+  slot s;
+  staged_bytes_ += bytes.size();
+  s.bytes = std::move(bytes);
+  if (ttl) {
+    s.expires_at = now + *ttl;
+    ++deadline_count_;
+  }
+  slots_.emplace(id, std::move(s));
+  return data_handle{worker_id_, id};
+}
+
+slot_store::slot* slot_store::find(const data_handle& h) {
+  if (h.hi != worker_id_)
+    return nullptr;
+  auto i = slots_.find(h.lo);
+  return i == slots_.end() || i->second.refcount == 0 ? nullptr : &i->second;
+}
+
+const slot_store::slot* slot_store::find(const data_handle& h) const {
+  return const_cast<slot_store*>(this)->find(h);
+}
+
+namespace {
+
+caf::error unknown_handle(const data_handle& h) {
+  return make_error(errc::unknown_handle, "no slot for handle " + to_string(h));
+}
+
+caf::error unknown_lease(const data_handle& h, uint64_t lease_id) {
+  return make_error(errc::unknown_lease, "lease " + std::to_string(lease_id)
+                                           + " is not held on "
+                                           + to_string(h));
+}
+
+} // namespace
+
+uint64_t slot_store::chunk_count(const slot& s) const {
+  return (s.bytes.size() + chunk_size_ - 1) / chunk_size_;
+}
+
+caf::expected<rv_metadata_response>
+slot_store::metadata(const data_handle& h) const {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  return rv_metadata_response{s->bytes.size(), s->refcount, false};
+}
+
+caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
+                                            time_point now,
+                                            duration lease_deadline) {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  auto lease_id = next_lease_id_++;
+  auto transfer_id = next_lease_id_++;
+  lease l;
+  l.transfer_id = transfer_id;
+  if (lease_deadline > duration::zero()) {
+    l.deadline_period = lease_deadline;
+    l.expires_at = now + lease_deadline;
+    ++deadline_count_;
+  }
+  s->leases.emplace(lease_id, l);
+  ++lease_count_;
+  transfers_.emplace(transfer_id, transfer{h.lo, lease_id});
+  return rv_ready{lease_id, transfer_id, chunk_size_, chunk_count(*s),
+                  s->bytes.size()};
+}
+
+caf::expected<slot_store::chunk_view>
+slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
+  auto t = transfers_.find(transfer_id);
+  if (t == transfers_.end())
+    return make_error(errc::unknown_transfer,
+                      "no transfer " + std::to_string(transfer_id));
+  auto& s = slots_.at(t->second.slot_id);
+  auto count = chunk_count(s);
+  if (index >= count)
+    return make_error(errc::chunk_out_of_range,
+                      "chunk " + std::to_string(index) + " of a transfer with "
+                        + std::to_string(count) + " chunks");
+  auto& l = s.leases.at(t->second.lease_id);
+  if (l.deadline_period > duration::zero())
+    l.expires_at = now + l.deadline_period;
+  auto offset = index * chunk_size_;
+  auto len = std::min<uint64_t>(chunk_size_, s.bytes.size() - offset);
+  return chunk_view{s.bytes.data() + offset, static_cast<size_t>(len)};
+}
+
+caf::expected<uint64_t> slot_store::ref(const data_handle& h) {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  return ++s->refcount;
+}
+
+caf::error slot_store::end_lease(slot& s, uint64_t lease_id) {
+  auto i = s.leases.find(lease_id);
+  if (i == s.leases.end())
+    return make_error(errc::unknown_lease);
+  if (i->second.deadline_period > duration::zero())
+    --deadline_count_;
+  transfers_.erase(i->second.transfer_id);
+  s.leases.erase(i);
+  --lease_count_;
+  return caf::none;
+}
+
+void slot_store::free_slot(uint64_t slot_id) {
+  auto i = slots_.find(slot_id);
+  if (i == slots_.end())
+    return;
+  auto& s = i->second;
+  for (auto& [id, l] : s.leases) {
+    if (l.deadline_period > duration::zero())
+      --deadline_count_;
+    transfers_.erase(l.transfer_id);
+    --lease_count_;
+  }
+  if (s.expires_at)
+    --deadline_count_;
+  staged_bytes_ -= s.bytes.size();
+  slots_.erase(i);
+}
+
+void slot_store::free_if_unreferenced(uint64_t slot_id) {
+  auto i = slots_.find(slot_id);
+  if (i != slots_.end() && i->second.refcount == 0 && i->second.leases.empty())
+    free_slot(slot_id);
+}
+
+caf::error slot_store::detach(const data_handle& h, uint64_t lease_id) {
+  if (h.hi != worker_id_ || slots_.count(h.lo) == 0)
+    return unknown_handle(h);
+  auto& s = slots_.at(h.lo);
+  if (auto err = end_lease(s, lease_id))
+    return unknown_lease(h, lease_id);
+  free_if_unreferenced(h.lo);
+  return caf::none;
+}
+
+caf::expected<rv_release_response>
+slot_store::release(const data_handle& h, uint64_t lease_id) {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  if (auto err = end_lease(*s, lease_id))
+    return unknown_lease(h, lease_id);
+  auto remaining = --s->refcount;
+  free_if_unreferenced(h.lo);
+  return rv_release_response{remaining, slots_.count(h.lo) == 0};
+}
+
+caf::error slot_store::renew(const data_handle& h, uint64_t lease_id,
+                             time_point now) {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  auto i = s->leases.find(lease_id);
+  if (i == s->leases.end())
+    return unknown_lease(h, lease_id);
+  if (i->second.deadline_period > duration::zero())
+    i->second.expires_at = now + i->second.deadline_period;
+  return caf::none;
+}
+
+slot_store::sweep_result slot_store::sweep(time_point now) {
+  sweep_result result;
+  if (deadline_count_ == 0)
+    return result;
+  std::vector<uint64_t> expired_slots;
+  std::vector<uint64_t> touched;
+  for (auto& [id, s] : slots_) {
+    if (s.expires_at && *s.expires_at <= now) {
+      expired_slots.push_back(id);
+      continue;
+    }
+    std::vector<uint64_t> expired_leases;
+    for (auto& [lease_id, l] : s.leases)
+      if (l.deadline_period > duration::zero() && l.expires_at <= now)
+        expired_leases.push_back(lease_id);
+    for (auto lease_id : expired_leases) {
+      end_lease(s, lease_id);
+      ++result.leases_expired;
+    }
+    if (!expired_leases.empty())
+      touched.push_back(id);
+  }
+  for (auto id : expired_slots) {
+    free_slot(id);
+    ++result.slots_expired;
+  }
+  for (auto id : touched)
+    free_if_unreferenced(id);
+  return result;
+}
+
+bool slot_store::has_deadlines() const {
+  return deadline_count_ > 0;
+}
+
+slot_store::stats slot_store::current_stats() const {
+  return stats{slots_.size(), staged_bytes_, lease_count_, transfers_.size()};
+}
+
+} // namespace ferry

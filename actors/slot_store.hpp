@@ -1,0 +1,131 @@
+// slot_store: the owner's table of staged payloads, their references and
+// their leases. A plain data structure: no actors, no threads, no clock of its
+// own (every call that needs time takes `now`), so its rules are unit-tested.
+//
+// Rules:
+// - register_data gives a slot with refcount 1; ref adds one.
+// - acquire takes a read lock (a lease) and opens one chunked transfer.
+// - detach drops a lease; release drops a lease and one reference.
+// - A slot is freed when its refcount is zero and no lease remains.
+// - A lease acquired with a deadline ends when no pull or renewal touches it
+//   within that time; a slot with a time-to-live is freed at its expiry with
+//   every lease on it. sweep(now) enforces both.
+// Must never: hand out a view into a freed slot, or free a slot a lease reads.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <unordered_map>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "protocol/byte_buffer.hpp"
+#include "protocol/data_handle.hpp"
+#include "protocol/rv_messages.hpp"
+
+namespace ferry {
+
+class slot_store {
+public:
+  using clock_type = std::chrono::steady_clock;
+  using time_point = clock_type::time_point;
+  using duration = clock_type::duration;
+
+  static constexpr uint64_t default_chunk_size = 512 * 1024;
+
+  struct stats {
+    uint64_t slots = 0;
+    uint64_t staged_bytes = 0;
+    uint64_t leases = 0;
+    uint64_t transfers = 0;
+  };
+
+  struct sweep_result {
+    uint64_t leases_expired = 0;
+    uint64_t slots_expired = 0;
+  };
+
+  /// A chunk's bytes, valid until the next call that changes the store.
+  struct chunk_view {
+    const char* data = nullptr;
+    size_t size = 0;
+  };
+
+  explicit slot_store(uint64_t worker_id,
+                      uint64_t chunk_size = default_chunk_size);
+
+  uint64_t worker_id() const { return worker_id_; }
+  uint64_t chunk_size() const { return chunk_size_; }
+
+  /// Stages `bytes`; a `ttl` frees the slot at now + ttl whatever holds it.
+  data_handle register_data(byte_buffer bytes, time_point now,
+                            std::optional<duration> ttl = std::nullopt);
+
+  caf::expected<rv_metadata_response> metadata(const data_handle& h) const;
+
+  /// Takes a lease and opens a chunked transfer. A non-zero `lease_deadline`
+  /// ends the lease when nothing touches it for that long.
+  caf::expected<rv_ready> acquire(const data_handle& h, time_point now,
+                                  duration lease_deadline = duration::zero());
+
+  /// One chunk of an open transfer; renews the lease's deadline.
+  caf::expected<chunk_view> pull(uint64_t transfer_id, uint64_t index,
+                                 time_point now);
+
+  caf::expected<uint64_t> ref(const data_handle& h);
+
+  caf::error detach(const data_handle& h, uint64_t lease_id);
+
+  caf::expected<rv_release_response> release(const data_handle& h,
+                                             uint64_t lease_id);
+
+  caf::error renew(const data_handle& h, uint64_t lease_id, time_point now);
+
+  /// Ends expired leases and frees expired slots.
+  sweep_result sweep(time_point now);
+
+  /// True while any lease deadline or slot time-to-live exists.
+  bool has_deadlines() const;
+
+  stats current_stats() const;
+
+private:
+  struct lease {
+    uint64_t transfer_id = 0;
+    duration deadline_period = duration::zero(); // zero: no deadline
+    time_point expires_at{};
+  };
+
+  struct slot {
+    byte_buffer bytes;
+    uint64_t refcount = 1;
+    std::unordered_map<uint64_t, lease> leases;
+    std::optional<time_point> expires_at; // time-to-live
+  };
+
+  struct transfer {
+    uint64_t slot_id = 0;
+    uint64_t lease_id = 0;
+  };
+
+  slot* find(const data_handle& h);
+  const slot* find(const data_handle& h) const;
+  caf::error end_lease(slot& s, uint64_t lease_id);
+  void free_slot(uint64_t slot_id);
+  void free_if_unreferenced(uint64_t slot_id);
+  uint64_t chunk_count(const slot& s) const;
+
+  uint64_t worker_id_;
+  uint64_t chunk_size_;
+  uint64_t next_slot_id_ = 1;
+  uint64_t next_lease_id_ = 1;
+  uint64_t staged_bytes_ = 0;
+  uint64_t lease_count_ = 0;
+  uint64_t deadline_count_ = 0; // leases with a deadline + slots with a TTL
+  std::unordered_map<uint64_t, slot> slots_;
+  std::unordered_map<uint64_t, transfer> transfers_;
+};
+
+} // namespace ferry

@@ -1,0 +1,278 @@
+#include "apps/job_coordinator.hpp"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <future>
+#include <memory>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/path_metrics.hpp"
+#include "apps/job_types.hpp"
+#include "apps/job_worker.hpp"
+#include "apps/shard_math.hpp"
+#include "protocol/errors.hpp"
+#include "runtime/blocking_client.hpp"
+#include "runtime/checksum.hpp"
+#include "runtime/node.hpp"
+
+namespace ferry::app {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct shard_plan {
+  uint64_t shard = 0;
+  data_handle input;
+  uint64_t bytes = 0;
+  uint64_t sorted_checksum = 0; // checksum of the locally sorted shard
+  shard_stats expected;
+  size_t worker = 0;
+};
+
+struct job_outcome {
+  uint64_t verified = 0;
+  uint64_t result_bytes = 0;
+  std::string failure; // empty: success
+};
+
+struct coordinator_state {
+  std::vector<shard_plan> plan;
+  std::vector<caf::actor> workers;
+  std::vector<std::string> worker_names;
+  consumer_service_actor consumer;
+  std::chrono::milliseconds timeout;
+  std::shared_ptr<std::promise<job_outcome>> done;
+  job_outcome outcome;
+  clock_type::time_point start;
+  bool finished = false;
+  static inline const char* name = "ferry.job_coordinator";
+};
+
+using coordinator_ptr = caf::stateful_actor<coordinator_state>*;
+
+void finish(coordinator_ptr self, std::string failure = {}) {
+  auto& st = self->state;
+  if (st.finished)
+    return;
+  st.finished = true;
+  st.outcome.failure = std::move(failure);
+  st.done->set_value(st.outcome);
+  self->quit();
+}
+
+std::string verify(const shard_plan& p, const shard_result& r,
+                   const byte_buffer& bytes) {
+  if (r.shard != p.shard)
+    return "answer names shard " + std::to_string(r.shard);
+  if (bytes.size() != p.bytes)
+    return "result has " + std::to_string(bytes.size()) + " bytes, expected "
+           + std::to_string(p.bytes);
+  if (!is_sorted_shard(bytes))
+    return "result is not sorted";
+  if (checksum64(bytes.data(), bytes.size()) != p.sorted_checksum)
+    return "result differs from the local sort (checksum)";
+  if (r.count != p.expected.count || r.sum != p.expected.sum)
+    return "count or sum differs from the local computation";
+  if (r.histogram != p.expected.histogram)
+    return "histogram differs from the local computation";
+  return {};
+}
+
+void on_result(coordinator_ptr self, size_t index, shard_result& r) {
+  auto& st = self->state;
+  auto sorted = r.sorted;
+  self->request(st.consumer, caf::infinite, get_atom::value, sorted)
+    .then(
+      [=](byte_buffer& bytes, uint64_t lease) {
+        auto& st = self->state;
+        const auto& p = st.plan[index];
+        auto problem = verify(p, r, bytes);
+        self->request(st.consumer, caf::infinite, release_atom::value, sorted,
+                      lease)
+          .then([](uint64_t, bool) {}, [](caf::error&) {});
+        if (!problem.empty())
+          return finish(self, "shard " + std::to_string(p.shard) + ": " + problem);
+        ++st.outcome.verified;
+        st.outcome.result_bytes += bytes.size();
+        auto secs = std::chrono::duration<double>(clock_type::now() - st.start)
+                      .count();
+        std::printf("[job] %5.1fs  shard %llu/%zu sorted on %s, pulled back "
+                    "and verified (%.1f MiB)\n",
+                    secs, static_cast<unsigned long long>(st.outcome.verified),
+                    st.plan.size(), st.worker_names[p.worker].c_str(),
+                    static_cast<double>(bytes.size()) / (1 << 20));
+        std::fflush(stdout);
+        if (st.outcome.verified == st.plan.size())
+          finish(self);
+      },
+      [=](caf::error& err) {
+        finish(self, "pulling result of shard " + std::to_string(index) + ": "
+                       + describe(err));
+      });
+}
+
+caf::behavior coordinator(coordinator_ptr self, coordinator_state init) {
+  self->state = std::move(init);
+  self->state.start = clock_type::now();
+  for (auto& w : self->state.workers)
+    self->monitor(w);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    finish(self, "a worker went down: " + to_string(dm.reason));
+  });
+  for (size_t i = 0; i < self->state.plan.size(); ++i) {
+    const auto& p = self->state.plan[i];
+    self
+      ->request(self->state.workers[p.worker], self->state.timeout,
+                job_task_atom::value, p.shard, p.input)
+      .then([=](shard_result& r) { on_result(self, i, r); },
+            [=](caf::error& err) {
+              finish(self, "shard " + std::to_string(i) + ": " + describe(err));
+            });
+  }
+  return {[](caf::ok_atom) {}};
+}
+
+double mib(uint64_t bytes) {
+  return static_cast<double>(bytes) / (1 << 20);
+}
+
+} // namespace
+
+int run_job(const job_options& opts, node_config cfg) {
+  if (opts.nodes.empty()) {
+    std::fprintf(stderr, "ferry job: no nodes given (--nodes HOST:PORT,...)\n");
+    return 2;
+  }
+  cfg.listen = false;
+  node n{cfg, worker_registry{}, register_job_types};
+  if (auto err = n.start()) {
+    std::fprintf(stderr, "ferry job: %s\n", describe(err).c_str());
+    return 1;
+  }
+  blocking_client client{n};
+
+  // 1. Connect and spawn one worker per node through its gateway.
+  std::vector<caf::actor> workers;
+  std::vector<std::string> names;
+  for (const auto& endpoint : opts.nodes) {
+    auto hello = n.connect(endpoint);
+    if (!hello) {
+      std::fprintf(stderr, "ferry job: %s\n", describe(hello.error()).c_str());
+      return 1;
+    }
+    caf::scoped_actor self{n.system()};
+    caf::error failed;
+    self
+      ->request(caf::actor_cast<gateway_actor>(hello->gateway),
+                cfg.request_timeout(), spawn_atom::value,
+                std::string{sort_worker_name}, caf::make_message())
+      .receive([&](caf::actor& w) { workers.push_back(std::move(w)); },
+               [&](caf::error& err) { failed = std::move(err); });
+    if (failed) {
+      std::fprintf(stderr, "ferry job: spawn on %s failed: %s\n",
+                   endpoint.c_str(), describe(failed).c_str());
+      return 1;
+    }
+    names.push_back(endpoint);
+    std::printf("[job] connected to %s (worker %016llx), spawned a sort worker\n",
+                endpoint.c_str(),
+                static_cast<unsigned long long>(hello->worker_id));
+  }
+
+  // 2. Stage the input shards here and compute the expected results.
+  auto shard_count = opts.nodes.size() * std::max<uint32_t>(1, opts.shards_per_node);
+  auto shard_bytes = std::max<uint64_t>(4, opts.total_bytes / shard_count / 4 * 4);
+  std::vector<shard_plan> plan;
+  auto t_stage = clock_type::now();
+  for (uint64_t s = 0; s < shard_count; ++s) {
+    auto bytes = make_shard(opts.seed, s, shard_bytes);
+    auto sorted = bytes;
+    shard_plan p;
+    p.shard = s;
+    p.bytes = bytes.size();
+    p.expected = sort_shard(sorted);
+    p.sorted_checksum = checksum64(sorted.data(), sorted.size());
+    p.worker = s % workers.size();
+    auto h = client.register_data(std::move(bytes));
+    if (!h) {
+      std::fprintf(stderr, "ferry job: staging failed: %s\n",
+                   describe(h.error()).c_str());
+      return 1;
+    }
+    p.input = *h;
+    plan.push_back(std::move(p));
+    std::printf("[job] staged shard %llu/%llu (%.1f MiB) as %s\n",
+                static_cast<unsigned long long>(s + 1),
+                static_cast<unsigned long long>(shard_count), mib(shard_bytes),
+                to_string(*h).c_str());
+  }
+  std::printf("[job] staged %.1f MiB in %zu shards in %.2fs; dispatching\n",
+              mib(shard_bytes * shard_count), plan.size(),
+              std::chrono::duration<double>(clock_type::now() - t_stage).count());
+  std::fflush(stdout);
+
+  // 3. Run the coordinator actor and wait for its outcome.
+  auto done = std::make_shared<std::promise<job_outcome>>();
+  auto future = done->get_future();
+  coordinator_state init;
+  init.plan = plan;
+  init.workers = workers;
+  init.worker_names = names;
+  init.consumer = n.consumer();
+  init.timeout = cfg.transfer_timeout();
+  init.done = done;
+  auto t0 = clock_type::now();
+  n.system().spawn(coordinator, std::move(init));
+  if (future.wait_for(cfg.transfer_timeout() + std::chrono::seconds{5})
+      != std::future_status::ready) {
+    std::fprintf(stderr, "ferry job: timed out after %lld ms\n",
+                 static_cast<long long>(cfg.transfer_timeout().count()));
+    return 1;
+  }
+  auto outcome = future.get();
+  auto secs = std::chrono::duration<double>(clock_type::now() - t0).count();
+  for (auto& w : workers)
+    caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+
+  // 4. Summary.
+  auto input_bytes = shard_bytes * shard_count;
+  auto moved = input_bytes + outcome.result_bytes;
+  auto& paths = n.paths();
+  auto chunked_owner = paths.value(transfer_path::chunked, path_reason::no_offer);
+  auto chunked_consumer
+    = paths.value(transfer_path::chunked, path_reason::not_configured);
+  auto rdma_ok = paths.value(transfer_path::rdma, path_reason::ok);
+  std::printf("\n[job] summary\n"
+              "  nodes               %zu\n"
+              "  shards              %zu verified of %zu\n"
+              "  bytes moved         %.1f MiB (inputs %.1f MiB out, results "
+              "%.1f MiB back)\n"
+              "  time                %.2f s\n"
+              "  throughput          %.1f MiB/s\n"
+              "  paths (this node)   chunked: %.0f as owner, %.0f as consumer; "
+              "rdma: %.0f\n"
+              "  result              %s\n",
+              workers.size(), static_cast<size_t>(outcome.verified), plan.size(),
+              mib(moved), mib(input_bytes), mib(outcome.result_bytes), secs,
+              mib(moved) / secs, chunked_owner, chunked_consumer, rdma_ok,
+              outcome.failure.empty() ? "OK" : outcome.failure.c_str());
+  std::fflush(stdout);
+  if (!opts.summary_json.empty()) {
+    nlohmann::json j{{"nodes", workers.size()},
+                     {"shards", plan.size()},
+                     {"verified", outcome.verified},
+                     {"bytes_moved", moved},
+                     {"seconds", secs},
+                     {"ok", outcome.failure.empty()},
+                     {"failure", outcome.failure}};
+    std::ofstream{opts.summary_json} << j.dump(2) << "\n";
+  }
+  return outcome.failure.empty() ? 0 : 1;
+}
+
+} // namespace ferry::app

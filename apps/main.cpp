@@ -1,0 +1,29 @@
+// ferry: run a node, stage and fetch payloads, inspect a node, run the
+// example distributed job.
+#include <cstdio>
+
+#include <CLI/CLI.hpp>
+
+#include "apps/commands.hpp"
+
+namespace ferry::app {
+
+void fail(const char* command, const std::string& message, int code) {
+  std::fprintf(stderr, "ferry %s: %s\n", command, message.c_str());
+  throw CLI::RuntimeError(code);
+}
+
+} // namespace ferry::app
+
+int main(int argc, char** argv) {
+  CLI::App app{"ferry: pass large data between distributed actors by handle"};
+  app.require_subcommand(1);
+  app.set_config("--config", "", "INI or TOML file with option values");
+  ferry::app::add_node_command(app);
+  ferry::app::add_put_command(app);
+  ferry::app::add_get_command(app);
+  ferry::app::add_stat_command(app);
+  ferry::app::add_job_command(app);
+  CLI11_PARSE(app, argc, argv);
+  return 0;
+}

@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs, idempotently, the Debian 12 packages ferry builds and runs with.
+# Packages already present are left alone; apt is only called when one is missing.
+set -euo pipefail
+
+packages=(
+  cmake g++ make pkg-config
+  libcaf-dev libucx-dev ucx-utils
+  libmsgpack-cxx-dev nlohmann-json3-dev prometheus-cpp-dev
+  libnuma-dev libcli11-dev libspdlog-dev
+  libgtest-dev clang libfuzzer-14-dev
+  gnuplot-nox curl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "install-deps: installing ${missing[*]}"
+sudo_cmd=()
+if [ "$(id -u)" -ne 0 ]; then sudo_cmd=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}"
+echo "install-deps: done"

@@ -1,0 +1,41 @@
+// The atoms that name ferry's actor messages (at most 10 characters each).
+// Must never: reuse an atom for two meanings within one actor interface.
+#pragma once
+
+#include <caf/atom.hpp>
+
+namespace ferry {
+
+// The seven rendezvous control calls, served by the owner.
+using rv_metadata_atom = caf::atom_constant<caf::atom("rv_meta")>;
+using rv_acquire_atom = caf::atom_constant<caf::atom("rv_acquire")>;
+using rv_pull_atom = caf::atom_constant<caf::atom("rv_pull")>;
+using rv_ref_atom = caf::atom_constant<caf::atom("rv_ref")>;
+using rv_detach_atom = caf::atom_constant<caf::atom("rv_detach")>;
+using rv_release_atom = caf::atom_constant<caf::atom("rv_release")>;
+using rv_lease_renew_atom = caf::atom_constant<caf::atom("rv_renew")>;
+
+// Owner housekeeping.
+using register_atom = caf::atom_constant<caf::atom("register")>;
+using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
+using arm_atom = caf::atom_constant<caf::atom("arm")>;
+using tick_atom = caf::atom_constant<caf::atom("tick")>;
+using stat_atom = caf::atom_constant<caf::atom("stat")>;
+
+// Gateway.
+using hello_atom = caf::atom_constant<caf::atom("hello")>;
+using add_peer_atom = caf::atom_constant<caf::atom("add_peer")>;
+using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
+using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
+using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
+using peers_atom = caf::atom_constant<caf::atom("peers")>;
+
+// Consumer side, as seen by local callers.
+using get_atom = caf::atom_constant<caf::atom("get")>;
+using get_into_atom = caf::atom_constant<caf::atom("get_into")>;
+using metadata_atom = caf::atom_constant<caf::atom("metadata")>;
+using ref_atom = caf::atom_constant<caf::atom("ref")>;
+using detach_atom = caf::atom_constant<caf::atom("detach")>;
+using release_atom = caf::atom_constant<caf::atom("release")>;
+
+} // namespace ferry

@@ -1,0 +1,61 @@
+#include "protocol/data_handle.hpp"
+
+#include <cstdio>
+
+#include "protocol/json_fields.hpp"
+
+namespace ferry {
+
+std::string to_string(const data_handle& h) {
+  char buf[40];
+  std::snprintf(buf, sizeof(buf), "%016llx-%016llx",
+                static_cast<unsigned long long>(h.hi),
+                static_cast<unsigned long long>(h.lo));
+  return buf;
+}
+
+namespace {
+
+std::optional<uint64_t> parse_hex64(std::string_view s) {
+  if (s.size() != 16)
+    return std::nullopt;
+  uint64_t v = 0;
+  for (char c : s) {
+    int d;
+    if (c >= '0' && c <= '9')
+      d = c - '0';
+    else if (c >= 'a' && c <= 'f')
+      d = c - 'a' + 10;
+    else if (c >= 'A' && c <= 'F')
+      d = c - 'A' + 10;
+    else
+      return std::nullopt;
+    v = (v << 4) | static_cast<uint64_t>(d);
+  }
+  return v;
+}
+
+} // namespace
+
+std::optional<data_handle> parse_data_handle(std::string_view text) {
+  if (text.size() != 33 || text[16] != '-')
+    return std::nullopt;
+  auto hi = parse_hex64(text.substr(0, 16));
+  auto lo = parse_hex64(text.substr(17));
+  if (!hi || !lo)
+    return std::nullopt;
+  return data_handle{*hi, *lo};
+}
+
+void to_json(nlohmann::json& j, const data_handle& h) {
+  j = nlohmann::json{{"hi", h.hi}, {"lo", h.lo}};
+}
+
+void from_json(const nlohmann::json& j, data_handle& h) {
+  if (!j.is_object())
+    throw detail::body_error("a handle must be an object {hi, lo}");
+  h.hi = detail::required_u64(j, "hi");
+  h.lo = detail::required_u64(j, "lo");
+}
+
+} // namespace ferry

@@ -1,0 +1,70 @@
+#include "protocol/errors.hpp"
+
+#include <caf/message.hpp>
+#include <caf/sec.hpp>
+
+namespace ferry {
+
+std::string to_string(errc code) {
+  switch (code) {
+    case errc::none: return "none";
+    case errc::malformed_body: return "malformed_body";
+    case errc::unknown_handle: return "unknown_handle";
+    case errc::unknown_lease: return "unknown_lease";
+    case errc::unknown_transfer: return "unknown_transfer";
+    case errc::chunk_out_of_range: return "chunk_out_of_range";
+    case errc::unknown_owner: return "unknown_owner";
+    case errc::peer_down: return "peer_down";
+    case errc::timeout: return "timeout";
+    case errc::payload_too_large: return "payload_too_large";
+    case errc::protocol_violation: return "protocol_violation";
+    case errc::draining: return "draining";
+    case errc::io_error: return "io_error";
+    case errc::invalid_argument: return "invalid_argument";
+    case errc::unknown_worker_type: return "unknown_worker_type";
+  }
+  return "errc(" + std::to_string(static_cast<int>(code)) + ")";
+}
+
+caf::error make_error(errc code, std::string context) {
+  if (context.empty())
+    return caf::error{static_cast<uint8_t>(code), error_category};
+  return caf::error{static_cast<uint8_t>(code), error_category,
+                    caf::make_message(std::move(context))};
+}
+
+namespace {
+
+std::string context_text(const caf::error& err) {
+  const auto& ctx = err.context();
+  if (ctx.size() == 1 && ctx.match_element<std::string>(0))
+    return ctx.get_as<std::string>(0);
+  if (ctx.empty())
+    return {};
+  return to_string(ctx);
+}
+
+} // namespace
+
+std::string describe(const caf::error& err) {
+  if (!err)
+    return "no error";
+  std::string result;
+  if (err.category() == error_category)
+    result = to_string(static_cast<errc>(err.code()));
+  else if (err.category() == caf::atom("system"))
+    result = to_string(static_cast<caf::sec>(err.code()));
+  else
+    result = to_string(err.category()) + ":" + std::to_string(err.code());
+  auto ctx = context_text(err);
+  if (!ctx.empty())
+    result += ": " + ctx;
+  return result;
+}
+
+bool is(const caf::error& err, errc code) {
+  return err.category() == error_category
+         && err.code() == static_cast<uint8_t>(code);
+}
+
+} // namespace ferry

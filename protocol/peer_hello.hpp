@@ -1,0 +1,34 @@
+// peer_hello: what two nodes tell each other when they connect.
+// Owns: identity (worker id, incarnation), capabilities, the UCX worker
+// address (empty without UCX) and the actor handles a peer needs.
+// Must never: be trusted for anything but routing; ids are the peer's word.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/meta/type_name.hpp>
+
+namespace ferry {
+
+struct peer_hello {
+  uint64_t worker_id = 0;
+  uint64_t incarnation = 0;
+  std::vector<std::string> capabilities; // e.g. "chunked", "ucx"
+  std::vector<char> ucx_address;         // ucp_worker_get_address blob
+  std::string host;                      // where its gateway listens
+  uint16_t port = 0;                     // 0: a client that does not listen
+  caf::actor gateway;
+  caf::actor owner;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, peer_hello& x) {
+  return f(caf::meta::type_name("ferry::peer_hello"), x.worker_id,
+           x.incarnation, x.capabilities, x.ucx_address, x.host, x.port,
+           x.gateway, x.owner);
+}
+
+} // namespace ferry

@@ -1,0 +1,61 @@
+// blocking_client: the handle API for plain (non-actor) code, on top of a
+// node. Each call sends one request to the node's actors and waits for the
+// answer; the actors bound every cross-node step with a timeout.
+// Must never: be used from inside an actor (it blocks its thread).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+#include <caf/error.hpp>
+#include <caf/expected.hpp>
+
+#include "actors/gateway_interface.hpp"
+#include "protocol/byte_buffer.hpp"
+#include "protocol/data_handle.hpp"
+#include "protocol/rv_messages.hpp"
+
+namespace ferry {
+
+class node;
+
+struct get_result {
+  byte_buffer bytes;
+  uint64_t lease_id = 0;
+};
+
+class blocking_client {
+public:
+  explicit blocking_client(node& n);
+
+  /// Stages bytes on this node; a non-zero ttl frees the slot after it.
+  caf::expected<data_handle>
+  register_data(byte_buffer bytes,
+                std::chrono::milliseconds ttl = std::chrono::milliseconds{0});
+
+  /// Pulls the payload and holds a lease: end it with detach or release.
+  caf::expected<get_result> get(const data_handle& h);
+
+  /// Pulls into [dest, dest + size); answers the bytes written and the lease.
+  caf::expected<std::pair<uint64_t, uint64_t>>
+  get_into(const data_handle& h, char* dest, size_t size);
+
+  caf::expected<rv_metadata_response> metadata(const data_handle& h);
+  caf::expected<uint64_t> ref(const data_handle& h);
+  caf::error detach(const data_handle& h, uint64_t lease_id);
+  caf::expected<rv_release_response> release(const data_handle& h,
+                                             uint64_t lease_id);
+
+  /// Asks a remote node to pull `h` and stage its own copy.
+  caf::expected<data_handle> adopt(const gateway_actor& remote,
+                                   const data_handle& h, bool pinned = false);
+
+  /// A node's self-description (JSON).
+  caf::expected<std::string> stat(const gateway_actor& gw);
+
+private:
+  node* node_;
+};
+
+} // namespace ferry

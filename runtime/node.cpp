@@ -1,0 +1,208 @@
+#include "runtime/node.hpp"
+
+#include <algorithm>
+#include <random>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <prometheus/exposer.h>
+#include <prometheus/registry.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/consumer_metrics.hpp"
+#include "actors/gateway.hpp"
+#include "actors/owner.hpp"
+#include "actors/owner_metrics.hpp"
+#include "actors/path_metrics.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/type_registry.hpp"
+#include "runtime/kill_switch.hpp"
+
+namespace ferry {
+
+struct node::caf_config : caf::actor_system_config {};
+
+namespace {
+
+uint64_t random_nonzero_u64() {
+  static thread_local std::mt19937_64 gen{std::random_device{}()
+                                          ^ static_cast<uint64_t>(
+                                            std::chrono::steady_clock::now()
+                                              .time_since_epoch()
+                                              .count())};
+  uint64_t x = 0;
+  while (x == 0)
+    x = gen();
+  return x;
+}
+
+size_t scheduler_threads(const node_config& cfg) {
+  if (cfg.scheduler_threads > 0)
+    return cfg.scheduler_threads;
+  auto hw = std::max(1u, std::thread::hardware_concurrency());
+  return std::min<size_t>(4, hw);
+}
+
+} // namespace
+
+caf::expected<std::pair<std::string, uint16_t>>
+parse_endpoint(const std::string& endpoint) {
+  auto colon = endpoint.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size())
+    return make_error(errc::invalid_argument,
+                      "expected HOST:PORT, got '" + endpoint + "'");
+  auto host = endpoint.substr(0, colon);
+  auto port_text = endpoint.substr(colon + 1);
+  if (!std::all_of(port_text.begin(), port_text.end(),
+                   [](char c) { return c >= '0' && c <= '9'; })
+      || port_text.size() > 5 || std::stoul(port_text) == 0
+      || std::stoul(port_text) > 65535)
+    return make_error(errc::invalid_argument,
+                      "bad port in '" + endpoint + "'");
+  return std::make_pair(host, static_cast<uint16_t>(std::stoul(port_text)));
+}
+
+node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
+  : cfg_(std::move(cfg)),
+    worker_id_(random_nonzero_u64()),
+    incarnation_(random_nonzero_u64()) {
+  // The kill switch is read once, here, for both roles.
+  if (kill_switch_from_env())
+    cfg_.rdma_enabled = false;
+  registry_ = std::make_shared<prometheus::Registry>();
+  paths_ = std::make_unique<path_metrics>(*registry_);
+  owner_metrics_ = std::make_unique<owner_metrics>(*registry_, *paths_);
+  consumer_metrics_ = std::make_unique<consumer_metrics>(*registry_, *paths_);
+
+  sys_cfg_ = std::make_unique<caf_config>();
+  register_protocol_types(*sys_cfg_);
+  if (extra_types)
+    extra_types(*sys_cfg_);
+  sys_cfg_->load<caf::io::middleman>();
+  sys_cfg_->set("scheduler.policy", caf::atom_from_string(cfg_.scheduler_policy));
+  sys_cfg_->set("scheduler.max-threads", scheduler_threads(cfg_));
+  sys_cfg_->set("middleman.heartbeat-interval",
+                caf::timespan{std::chrono::milliseconds{cfg_.heartbeat_interval_ms}});
+  sys_cfg_->set("middleman.connection-timeout",
+                caf::timespan{std::chrono::milliseconds{cfg_.connection_timeout_ms}});
+  sys_cfg_->set("logger.console", caf::atom("none"));
+  sys_ = std::make_unique<caf::actor_system>(*sys_cfg_);
+
+  ctx_ = std::make_shared<node_context>();
+  ctx_->worker_id = worker_id_;
+  ctx_->request_timeout = cfg_.request_timeout();
+  ctx_->owner = spawn_owner(*sys_, worker_id_, cfg_.owner_config(),
+                            owner_metrics_.get());
+
+  gateway_params gp;
+  gp.identity.worker_id = worker_id_;
+  gp.identity.incarnation = incarnation_;
+  gp.identity.capabilities = {"chunked"};
+  gp.identity.host = cfg_.advertised_host();
+  gp.node = ctx_;
+  gp.workers = std::move(workers);
+  published_port_ = gp.port;
+  gateway_ = spawn_gateway(*sys_, std::move(gp));
+
+  consumer_context cc;
+  cc.directory = gateway_;
+  cc.cfg = cfg_.consumer_config();
+  cc.metrics = consumer_metrics_.get();
+  ctx_->consumer = spawn_consumer_service(*sys_, cc);
+}
+
+node::~node() {
+  stop();
+}
+
+caf::error node::start() {
+  if (cfg_.metrics_port >= 0) {
+    try {
+      exposer_ = std::make_unique<prometheus::Exposer>(
+        cfg_.bind_host + ":" + std::to_string(cfg_.metrics_port));
+      exposer_->RegisterCollectable(registry_);
+      auto ports = exposer_->GetListeningPorts();
+      metrics_port_ = ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
+    } catch (const std::exception& e) {
+      return make_error(errc::io_error, std::string{"metrics endpoint on port "}
+                                          + std::to_string(cfg_.metrics_port)
+                                          + ": " + e.what());
+    }
+  }
+  if (cfg_.listen) {
+    auto port = sys_->middleman().publish(gateway_, cfg_.port,
+                                          cfg_.bind_host.c_str(), true);
+    if (!port)
+      return make_error(errc::io_error, "cannot listen on " + cfg_.bind_host
+                                          + ":" + std::to_string(cfg_.port)
+                                          + ": " + sys_->render(port.error()));
+    port_ = *port;
+    published_port_->store(port_);
+  }
+  for (const auto& peer : cfg_.peers) {
+    auto hello = connect(peer);
+    if (!hello)
+      return hello.error();
+  }
+  return caf::none;
+}
+
+caf::expected<peer_hello> node::connect(const std::string& endpoint) {
+  auto ep = parse_endpoint(endpoint);
+  if (!ep)
+    return ep.error();
+  return connect(ep->first, ep->second);
+}
+
+caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) {
+  auto remote = sys_->middleman().remote_actor<gateway_actor>(host, port);
+  if (!remote)
+    return make_error(errc::io_error, "cannot connect to " + host + ":"
+                                        + std::to_string(port) + ": "
+                                        + sys_->render(remote.error()));
+  peer_hello mine;
+  mine.worker_id = worker_id_;
+  mine.incarnation = incarnation_;
+  mine.capabilities = {"chunked"};
+  mine.host = cfg_.advertised_host();
+  mine.port = port_;
+  mine.gateway = caf::actor_cast<caf::actor>(gateway_);
+  mine.owner = caf::actor_cast<caf::actor>(ctx_->owner);
+  caf::scoped_actor self{*sys_};
+  caf::expected<peer_hello> result = make_error(errc::timeout);
+  self->request(*remote, cfg_.request_timeout(), hello_atom::value, mine)
+    .receive([&](peer_hello& theirs) { result = std::move(theirs); },
+             [&](caf::error& err) {
+               result = make_error(errc::io_error,
+                                   "hello to " + host + ":"
+                                     + std::to_string(port)
+                                     + " failed: " + sys_->render(err));
+             });
+  if (!result)
+    return result;
+  // Keep the host we dialled: it is reachable from here by definition.
+  result->host = host;
+  result->port = port;
+  self->request(gateway_, cfg_.request_timeout(), add_peer_atom::value, *result)
+    .receive([](caf::ok_atom) {},
+             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+void node::stop() {
+  if (stopped_ || !sys_)
+    return;
+  stopped_ = true;
+  if (port_ != 0)
+    sys_->middleman().unpublish(gateway_, port_);
+  caf::anon_send_exit(gateway_, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(ctx_->consumer, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(ctx_->owner, caf::exit_reason::user_shutdown);
+  exposer_.reset();
+  gateway_ = nullptr;
+  ctx_.reset();
+  sys_.reset();
+}
+
+} // namespace ferry

@@ -1,0 +1,107 @@
+// node: ferry's public face. Owns the actor system (tuned scheduler,
+// middleman with heartbeats), the node's identity (random non-zero worker id
+// and incarnation), its actors (gateway, owner + lease reaper, consumer
+// service), the peer connections, the metrics registry and its HTTP endpoint.
+//
+// Life cycle: construct (spawns the actors), start() (publishes the gateway,
+// opens the metrics endpoint, connects the configured peers), use, stop()
+// (also run by the destructor): unpublish, stop the actors, join the system.
+// Must never: be shared between threads without the caller's own locking;
+// the blocking API (blocking_client) is for plain code, not for actors.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/expected.hpp>
+
+#include "actors/consumer_service.hpp"
+#include "actors/gateway_interface.hpp"
+#include "actors/node_context.hpp"
+#include "actors/owner_interface.hpp"
+#include "protocol/peer_hello.hpp"
+#include "runtime/node_config.hpp"
+
+namespace prometheus {
+class Registry;
+class Exposer;
+} // namespace prometheus
+
+namespace ferry {
+
+class path_metrics;
+struct owner_metrics;
+struct consumer_metrics;
+
+/// Adds application message types to a node's CAF config (every node of a
+/// cluster must register the same ones).
+using type_registrar = std::function<void(caf::actor_system_config&)>;
+
+class node {
+public:
+  explicit node(node_config cfg, worker_registry workers = {},
+                type_registrar extra_types = {});
+  ~node();
+
+  node(const node&) = delete;
+  node& operator=(const node&) = delete;
+
+  /// Publishes the gateway (when cfg.listen), opens the metrics endpoint and
+  /// connects the configured peers.
+  caf::error start();
+
+  /// Stops the node's actors and joins the actor system. Idempotent.
+  void stop();
+
+  /// Connects to the node at host:port and exchanges hellos.
+  caf::expected<peer_hello> connect(const std::string& host, uint16_t port);
+
+  /// Connects to "HOST:PORT".
+  caf::expected<peer_hello> connect(const std::string& endpoint);
+
+  uint64_t worker_id() const { return worker_id_; }
+  uint64_t incarnation() const { return incarnation_; }
+  uint16_t port() const { return port_; }
+  uint16_t metrics_port() const { return metrics_port_; }
+  const node_config& config() const { return cfg_; }
+
+  caf::actor_system& system() { return *sys_; }
+  gateway_actor gateway() const { return gateway_; }
+  owner_actor owner() const { return ctx_->owner; }
+  consumer_service_actor consumer() const { return ctx_->consumer; }
+  const node_context& context() const { return *ctx_; }
+
+  prometheus::Registry& metrics_registry() { return *registry_; }
+  path_metrics& paths() { return *paths_; }
+
+private:
+  struct caf_config;
+
+  node_config cfg_;
+  uint64_t worker_id_;
+  uint64_t incarnation_;
+  uint16_t port_ = 0;
+  uint16_t metrics_port_ = 0;
+  bool stopped_ = false;
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::unique_ptr<path_metrics> paths_;
+  std::unique_ptr<owner_metrics> owner_metrics_;
+  std::unique_ptr<consumer_metrics> consumer_metrics_;
+  std::unique_ptr<caf_config> sys_cfg_;
+  std::unique_ptr<caf::actor_system> sys_;
+  std::shared_ptr<node_context> ctx_;
+  gateway_actor gateway_;
+  std::shared_ptr<std::atomic<uint16_t>> published_port_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+};
+
+/// Splits "HOST:PORT"; an error names what is wrong.
+caf::expected<std::pair<std::string, uint16_t>>
+parse_endpoint(const std::string& endpoint);
+
+} // namespace ferry

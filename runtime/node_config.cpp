@@ -1,0 +1,25 @@
+#include "runtime/node_config.hpp"
+
+namespace ferry {
+
+ferry::owner_config node_config::owner_config() const {
+  ferry::owner_config c;
+  c.chunk_size = chunk_size;
+  c.sweep_period = std::chrono::milliseconds{lease_sweep_ms};
+  c.rdma_configured = false;
+  c.rdma_enabled = rdma_enabled;
+  c.stall_pulls_from = test_stall_pulls_from;
+  return c;
+}
+
+ferry::consumer_config node_config::consumer_config() const {
+  ferry::consumer_config c;
+  c.request_timeout = request_timeout();
+  c.pull_window = pull_window == 0 ? 1 : pull_window;
+  c.staged_payload_max = staged_payload_max;
+  c.rdma_configured = false;
+  c.rdma_enabled = rdma_enabled;
+  return c;
+}
+
+} // namespace ferry

@@ -1,0 +1,93 @@
+// node_config: every knob of a node with its default, in one place. The
+// actors' own config structs are derived from it (owner_config(),
+// consumer_config()), so a default lives here and nowhere else.
+// Knobs of the RDMA path and the messenger exist with the spec's defaults
+// before the code that reads them; docs/configuration.md lists them all.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "actors/consumer_config.hpp"
+#include "actors/owner.hpp"
+
+namespace ferry {
+
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * KiB;
+constexpr uint64_t GiB = 1024 * MiB;
+
+struct node_config {
+  // -- network ---------------------------------------------------------------
+  std::string bind_host = "127.0.0.1"; // where the gateway listens
+  std::string advertise_host;          // what peers are told (default: bind_host)
+  uint16_t port = 0;                   // 0: any free port
+  bool listen = true;                  // false: a client node (ferry put/get)
+  int metrics_port = -1;               // -1: no HTTP endpoint, 0: any free port
+  std::vector<std::string> peers;      // HOST:PORT to connect to at start
+
+  // -- CAF -------------------------------------------------------------------
+  std::string scheduler_policy = "sharing"; // 15 us local round trip vs 91 us
+  size_t scheduler_threads = 0;             // 0: min(4, hardware threads)
+  uint64_t heartbeat_interval_ms = 200;     // notices a hung peer
+  uint64_t connection_timeout_ms = 2000;
+
+  // -- rendezvous (chunked path) ---------------------------------------------
+  uint64_t request_timeout_ms = 10000;   // every cross-node request
+  uint64_t transfer_timeout_ms = 300000; // a whole adopt/job step
+  uint64_t chunk_size = 512 * KiB;       // DEFAULT_CHUNK_SIZE
+  uint32_t pull_window = 8;              // chunk pulls in flight per transfer
+  uint64_t staging_threshold = 256 * KiB; // DEFAULT_THRESHOLD (messenger)
+  uint64_t staged_fetch_timeout_ms = 0;  // 0: none
+  uint64_t staged_payload_max = 0;       // 0: no limit
+  uint64_t lease_sweep_ms = 100;         // chunked lease deadlines and TTLs
+
+  // -- RDMA path ---------------------------------------------------------------
+  bool rdma_enabled = true; // the kill switch; FERRY_RDMA_RENDEZVOUS_DISABLE wins
+  uint64_t rdma_min_bytes = 64 * KiB;
+  uint64_t lease_timeout_ms = 30000; // clamped to at least 1 ms
+  uint64_t initial_arena_bytes = 64 * MiB;
+  uint64_t max_arena_bytes = 1 * GiB;
+  uint64_t dedicated_arena_min = 64 * MiB;
+  uint64_t registered_bytes_budget = 1 * GiB;
+  uint64_t arena_reclaim_after_ms = 0; // 0: never
+  uint64_t retain_arena_bytes = 64 * MiB;
+  uint64_t shutdown_timeout_ms = 30000;
+  uint64_t drop_dereg_timeout_ms = 30000;
+  uint64_t eager_max = 1 * MiB;
+  uint64_t ep_idle_timeout_ms = 0; // 0: off; values below 500 rise to 500
+  bool eager_endpoints = false;
+
+  // -- logging -----------------------------------------------------------------
+  std::string log_level = "info";
+
+  // -- test hooks (honoured only in FERRY_TEST_HOOKS builds) -------------------
+  uint64_t test_stall_pulls_from = std::numeric_limits<uint64_t>::max();
+
+  std::chrono::milliseconds request_timeout() const {
+    return std::chrono::milliseconds{request_timeout_ms};
+  }
+  std::chrono::milliseconds transfer_timeout() const {
+    return std::chrono::milliseconds{transfer_timeout_ms};
+  }
+  std::chrono::milliseconds effective_lease_timeout() const {
+    return std::chrono::milliseconds{lease_timeout_ms < 1 ? 1 : lease_timeout_ms};
+  }
+  std::chrono::milliseconds effective_ep_idle_timeout() const {
+    if (ep_idle_timeout_ms == 0)
+      return std::chrono::milliseconds{0};
+    return std::chrono::milliseconds{ep_idle_timeout_ms < 500 ? 500
+                                                              : ep_idle_timeout_ms};
+  }
+  std::string advertised_host() const {
+    return advertise_host.empty() ? bind_host : advertise_host;
+  }
+
+  ferry::owner_config owner_config() const;
+  ferry::consumer_config consumer_config() const;
+};
+
+} // namespace ferry

@@ -1,0 +1,91 @@
+#include "runtime/node_options.hpp"
+
+#include <CLI/CLI.hpp>
+
+namespace ferry {
+
+void add_client_options(CLI::App& app, node_config& cfg) {
+  app.add_option("--request-timeout-ms", cfg.request_timeout_ms,
+                 "Bound on every cross-node request")
+    ->capture_default_str();
+  app.add_option("--transfer-timeout-ms", cfg.transfer_timeout_ms,
+                 "Bound on a whole transfer a remote node runs for us")
+    ->capture_default_str();
+  app.add_option("--pull-window", cfg.pull_window,
+                 "Chunk pulls in flight per transfer")
+    ->capture_default_str();
+  app.add_option("--staged-payload-max", cfg.staged_payload_max,
+                 "Largest payload taken from a peer (0: no limit)")
+    ->capture_default_str();
+  app.add_option("--log-level", cfg.log_level,
+                 "trace, debug, info, warn, error or off")
+    ->capture_default_str();
+  app.add_option("--scheduler-threads", cfg.scheduler_threads,
+                 "CAF scheduler threads (0: min(4, cores))")
+    ->capture_default_str();
+}
+
+void add_node_options(CLI::App& app, node_config& cfg) {
+  add_client_options(app, cfg);
+  app.add_option("--port", cfg.port, "Gateway port (0: any free port)")
+    ->capture_default_str();
+  app.add_option("--bind", cfg.bind_host, "Address the gateway listens on")
+    ->capture_default_str();
+  app.add_option("--advertise", cfg.advertise_host,
+                 "Host name peers are told (default: --bind)");
+  app.add_option("--metrics-port", cfg.metrics_port,
+                 "Prometheus HTTP port (-1: off, 0: any free port)")
+    ->capture_default_str();
+  app.add_option("--peer", cfg.peers, "HOST:PORT of a node to connect to");
+  app.add_option("--scheduler-policy", cfg.scheduler_policy,
+                 "CAF scheduler policy: sharing or stealing")
+    ->capture_default_str();
+  app.add_option("--heartbeat-interval-ms", cfg.heartbeat_interval_ms)
+    ->capture_default_str();
+  app.add_option("--connection-timeout-ms", cfg.connection_timeout_ms)
+    ->capture_default_str();
+  app.add_option("--chunk-size", cfg.chunk_size, "Chunk size of the chunked path")
+    ->capture_default_str();
+  app.add_option("--staging-threshold", cfg.staging_threshold,
+                 "Messenger payloads above this go by rendezvous")
+    ->capture_default_str();
+  app.add_option("--staged-fetch-timeout-ms", cfg.staged_fetch_timeout_ms,
+                 "Longest fetch of a staged payload (0: none)")
+    ->capture_default_str();
+  app.add_option("--lease-sweep-ms", cfg.lease_sweep_ms,
+                 "Sweep period of chunked lease deadlines and TTLs")
+    ->capture_default_str();
+  app.add_option("--rdma-enabled", cfg.rdma_enabled,
+                 "The RDMA path (FERRY_RDMA_RENDEZVOUS_DISABLE overrides)")
+    ->capture_default_str();
+  app.add_option("--rdma-min-bytes", cfg.rdma_min_bytes)->capture_default_str();
+  app.add_option("--lease-timeout-ms", cfg.lease_timeout_ms,
+                 "RDMA lease deadline (at least 1 ms)")
+    ->capture_default_str();
+  app.add_option("--initial-arena-bytes", cfg.initial_arena_bytes)
+    ->capture_default_str();
+  app.add_option("--max-arena-bytes", cfg.max_arena_bytes)->capture_default_str();
+  app.add_option("--dedicated-arena-min", cfg.dedicated_arena_min)
+    ->capture_default_str();
+  app.add_option("--registered-bytes-budget", cfg.registered_bytes_budget)
+    ->capture_default_str();
+  app.add_option("--arena-reclaim-after-ms", cfg.arena_reclaim_after_ms,
+                 "Unmap empty pooled arenas after this long (0: never)")
+    ->capture_default_str();
+  app.add_option("--retain-arena-bytes", cfg.retain_arena_bytes)
+    ->capture_default_str();
+  app.add_option("--shutdown-timeout-ms", cfg.shutdown_timeout_ms)
+    ->capture_default_str();
+  app.add_option("--drop-dereg-timeout-ms", cfg.drop_dereg_timeout_ms)
+    ->capture_default_str();
+  app.add_option("--eager-max", cfg.eager_max)->capture_default_str();
+  app.add_option("--ep-idle-timeout-ms", cfg.ep_idle_timeout_ms,
+                 "UCX endpoint idle reaper (0: off, floor 500)")
+    ->capture_default_str();
+  app.add_option("--eager-endpoints", cfg.eager_endpoints)->capture_default_str();
+  app.add_option("--test-stall-pulls-from", cfg.test_stall_pulls_from,
+                 "Test hook: never answer pulls of this chunk index or later")
+    ->group("");
+}
+
+} // namespace ferry
