@@ -1,0 +1,284 @@
+// Deterministic actor tests: owner, lease reaper, gateway, consumer service
+// and consumers in one actor system driven by CAF's test coordinator, with
+// virtual time for deadlines.
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <optional>
+#include <tuple>
+
+#include <caf/all.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/registry.h>
+
+#include "actors/consumer_metrics.hpp"
+#include "actors/consumer_service.hpp"
+#include "actors/gateway.hpp"
+#include "actors/owner.hpp"
+#include "actors/owner_metrics.hpp"
+#include "actors/path_metrics.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/rv_messages.hpp"
+#include "protocol/type_registry.hpp"
+
+using namespace ferry;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint64_t worker = 7;
+constexpr uint64_t chunk = 1024;
+
+struct test_config : caf::actor_system_config {
+  test_config() {
+    register_protocol_types(*this);
+    set("scheduler.policy", caf::atom("testing"));
+    set("logger.console", caf::atom("none"));
+  }
+};
+
+/// The outcome of one request: the reply's values or an error.
+template <class... Rs>
+struct call_result {
+  std::optional<std::tuple<Rs...>> values;
+  caf::error error;
+  bool done() const { return values.has_value() || static_cast<bool>(error); }
+};
+
+struct ActorFixture : ::testing::Test {
+  explicit ActorFixture(owner_config ocfg = make_owner_config())
+    : sys(cfg),
+      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+      paths(registry),
+      om(registry, paths),
+      cm(registry, paths) {
+    ctx = std::make_shared<node_context>();
+    ctx->worker_id = worker;
+    ctx->owner = spawn_owner(sys, worker, ocfg, &om);
+    gateway_params gp;
+    gp.identity.worker_id = worker;
+    gp.node = ctx;
+    gw = spawn_gateway(sys, gp);
+    consumer_context cc;
+    cc.directory = gw;
+    cc.cfg.pull_window = 2;
+    cc.metrics = &cm;
+    ctx->consumer = spawn_consumer_service(sys, cc);
+    sched.run();
+  }
+
+  ~ActorFixture() override {
+    caf::anon_send_exit(gw, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(ctx->consumer, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(ctx->owner, caf::exit_reason::user_shutdown);
+    sched.run();
+  }
+
+  static owner_config make_owner_config() {
+    owner_config c;
+    c.chunk_size = chunk;
+    c.sweep_period = 100ms;
+    return c;
+  }
+
+  /// Sends a request from a fresh actor and runs the system until idle.
+  template <class... Rs, class Dest, class... Ts>
+  std::shared_ptr<call_result<Rs...>> start_call(Dest dest, Ts... xs) {
+    auto out = std::make_shared<call_result<Rs...>>();
+    sys.spawn([=](caf::event_based_actor* self) {
+      self->request(dest, caf::infinite, xs...)
+        .then([=](Rs&... rs) { out->values = std::make_tuple(rs...); },
+              [=](caf::error& err) { out->error = std::move(err); });
+    });
+    sched.run();
+    return out;
+  }
+
+  template <class... Rs, class Dest, class... Ts>
+  call_result<Rs...> call(Dest dest, Ts... xs) {
+    auto out = start_call<Rs...>(dest, xs...);
+    EXPECT_TRUE(out->done()) << "request did not finish";
+    return *out;
+  }
+
+  data_handle stage(size_t n, uint64_t ttl_ms = 0) {
+    byte_buffer b(n);
+    for (size_t i = 0; i < n; ++i)
+      b[i] = static_cast<char>(i % 251);
+    auto r = call<data_handle>(ctx->owner, register_atom::value, b, ttl_ms);
+    return std::get<0>(*r.values);
+  }
+
+  std::string owner_stat() {
+    return std::get<0>(*call<std::string>(ctx->owner, stat_atom::value).values);
+  }
+
+  test_config cfg;
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  prometheus::Registry registry;
+  path_metrics paths;
+  owner_metrics om;
+  consumer_metrics cm;
+  std::shared_ptr<node_context> ctx;
+  gateway_actor gw;
+};
+
+using ActorChunked = ActorFixture;
+using ActorLease = ActorFixture;
+
+} // namespace
+
+TEST_F(ActorChunked, GetPullsEveryChunkThroughTheWindow) {
+  auto h = stage(3 * chunk + 1);
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(r.values) << describe(r.error);
+  auto& bytes = std::get<0>(*r.values);
+  ASSERT_EQ(bytes.size(), 3 * chunk + 1);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    ASSERT_EQ(bytes[i], static_cast<char>(i % 251)) << i;
+  EXPECT_EQ(om.chunks_served->Value(), 4);
+  EXPECT_EQ(cm.chunks_pulled->Value(), 4);
+  EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::no_offer), 1);
+  EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::not_configured), 1);
+  // The lease is held until the caller ends it.
+  EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos);
+  auto rel = call<uint64_t, bool>(ctx->consumer, release_atom::value, h,
+                                  std::get<1>(*r.values));
+  ASSERT_TRUE(rel.values);
+  EXPECT_TRUE(std::get<1>(*rel.values));
+  EXPECT_NE(owner_stat().find("\"slots\":0"), std::string::npos);
+}
+
+TEST_F(ActorChunked, GetIntoWritesTheCallerBuffer) {
+  auto h = stage(2 * chunk);
+  byte_buffer dest(2 * chunk + 10, 'x');
+  auto r = call<uint64_t, uint64_t>(ctx->consumer, get_into_atom::value, h,
+                                    mutable_bytes{dest.data(), dest.size()});
+  ASSERT_TRUE(r.values) << describe(r.error);
+  EXPECT_EQ(std::get<0>(*r.values), 2 * chunk);
+  EXPECT_EQ(dest[chunk + 5], static_cast<char>((chunk + 5) % 251));
+  EXPECT_EQ(dest[2 * chunk], 'x');
+}
+
+TEST_F(ActorChunked, GetIntoATooSmallBufferFailsAndDetaches) {
+  auto h = stage(2 * chunk);
+  byte_buffer dest(chunk);
+  auto r = call<uint64_t, uint64_t>(ctx->consumer, get_into_atom::value, h,
+                                    mutable_bytes{dest.data(), dest.size()});
+  ASSERT_FALSE(r.values);
+  EXPECT_TRUE(is(r.error, errc::payload_too_large)) << describe(r.error);
+  sched.run();
+  EXPECT_NE(owner_stat().find("\"leases\":0"), std::string::npos);
+  EXPECT_EQ(om.chunks_served->Value(), 0); // nothing was pulled
+}
+
+TEST_F(ActorChunked, UnknownHandleAndUnknownOwner) {
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value,
+                                       data_handle{worker, 999});
+  EXPECT_TRUE(is(r.error, errc::unknown_handle)) << describe(r.error);
+  auto o = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value,
+                                       data_handle{worker + 1, 1});
+  EXPECT_TRUE(is(o.error, errc::unknown_owner)) << describe(o.error);
+  EXPECT_EQ(cm.gets_failed->Value(), 2);
+}
+
+TEST_F(ActorChunked, MalformedBodiesGetErrorRepliesAndTheOwnerLivesOn) {
+  auto r = call<std::string>(ctx->owner, rv_acquire_atom::value,
+                             std::string{"{\"handle\":"});
+  EXPECT_TRUE(is(r.error, errc::malformed_body)) << describe(r.error);
+  auto p = call<byte_buffer>(ctx->owner, rv_pull_atom::value, std::string{"[]"});
+  EXPECT_TRUE(is(p.error, errc::malformed_body)) << describe(p.error);
+  auto h = stage(10);
+  auto ok = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  EXPECT_TRUE(ok.values) << describe(ok.error);
+}
+
+TEST_F(ActorChunked, RefDetachAndMetadata) {
+  auto h = stage(chunk);
+  auto md = call<uint64_t, uint64_t, bool>(ctx->consumer, metadata_atom::value, h);
+  ASSERT_TRUE(md.values);
+  EXPECT_EQ(std::get<0>(*md.values), chunk);
+  EXPECT_EQ(std::get<1>(*md.values), 1u);
+  auto ref = call<uint64_t>(ctx->consumer, ref_atom::value, h);
+  EXPECT_EQ(std::get<0>(*ref.values), 2u);
+  auto g = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  auto lease = std::get<1>(*g.values);
+  auto d = call<caf::ok_atom>(ctx->consumer, detach_atom::value, h, lease);
+  EXPECT_TRUE(d.values);
+  auto d2 = call<caf::ok_atom>(ctx->consumer, detach_atom::value, h, lease);
+  EXPECT_TRUE(is(d2.error, errc::unknown_lease)) << describe(d2.error);
+}
+
+TEST_F(ActorChunked, DeadOwnerFailsTheGetAtOnce) {
+  // The owner stops answering pulls from chunk 2 on; then it dies.
+  caf::anon_send_exit(ctx->owner, caf::exit_reason::user_shutdown);
+  sched.run();
+  owner_config stalled = make_owner_config();
+  stalled.stall_pulls_from = 2;
+  ctx->owner = spawn_owner(sys, worker, stalled, &om);
+  sched.run();
+  auto h = stage(4 * chunk);
+  auto pending = start_call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  EXPECT_FALSE(pending->done());
+  EXPECT_EQ(cm.chunks_pulled->Value(), 2);
+  caf::anon_send_exit(ctx->owner, caf::exit_reason::kill);
+  sched.run();
+  ASSERT_TRUE(pending->done());
+  EXPECT_TRUE(is(pending->error, errc::peer_down)) << describe(pending->error);
+}
+
+TEST_F(ActorLease, ChunkedLeaseDeadlineIsEnforcedByTheReaper) {
+  auto h = stage(chunk);
+  rv_acquire_request req;
+  req.handle = h;
+  req.lease_ms = 500;
+  auto a = call<std::string>(ctx->owner, rv_acquire_atom::value, encode(req));
+  ASSERT_TRUE(a.values) << describe(a.error);
+  auto ready = decode<rv_acquire_response>(std::get<0>(*a.values))->ready;
+  ASSERT_TRUE(ready);
+  EXPECT_TRUE(sched.has_pending_timeout()); // the reaper is armed
+  // A pull at 300 ms renews the deadline to 800 ms.
+  sched.advance_time(300ms);
+  sched.run();
+  auto p = call<byte_buffer>(ctx->owner, rv_pull_atom::value,
+                             encode(rv_pull_request{ready->transfer_id, 0}));
+  ASSERT_TRUE(p.values);
+  for (int i = 0; i < 4; ++i) { // to 700 ms
+    sched.advance_time(100ms);
+    sched.run();
+  }
+  EXPECT_EQ(om.leases_expired->Value(), 0);
+  for (int i = 0; i < 2; ++i) { // to 900 ms
+    sched.advance_time(100ms);
+    sched.run();
+  }
+  EXPECT_EQ(om.leases_expired->Value(), 1);
+  EXPECT_NE(owner_stat().find("\"leases\":0"), std::string::npos);
+  // Nothing left with a deadline: the reaper disarms.
+  sched.advance_time(100ms);
+  sched.run();
+  EXPECT_FALSE(sched.has_pending_timeout());
+}
+
+TEST_F(ActorLease, NoDeadlineNoTimer) {
+  auto h = stage(chunk);
+  auto g = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(g.values);
+  // The consumer's own request timeouts are gone once it finished; only a
+  // reaper would leave a timer, and none was armed.
+  sched.run();
+  EXPECT_FALSE(sched.has_pending_timeout());
+}
+
+TEST_F(ActorLease, TimeToLiveFreesTheSlot) {
+  auto h = stage(chunk, 250);
+  EXPECT_TRUE(sched.has_pending_timeout());
+  for (int i = 0; i < 3; ++i) {
+    sched.advance_time(100ms);
+    sched.run();
+  }
+  EXPECT_EQ(om.slots_expired->Value(), 1);
+  auto md = call<uint64_t, uint64_t, bool>(ctx->consumer, metadata_atom::value, h);
+  EXPECT_TRUE(is(md.error, errc::unknown_handle));
+}

@@ -1,0 +1,179 @@
+// Protocol: handle forms and the rendezvous bodies, including version skew
+// (missing and unknown fields) and malformed input.
+#include <gtest/gtest.h>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/binary_serializer.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <nlohmann/json.hpp>
+
+#include "protocol/data_handle.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/rv_messages.hpp"
+#include "protocol/type_registry.hpp"
+
+using namespace ferry;
+
+namespace {
+
+const data_handle sample{0x0123456789abcdefULL, 0xfedcba9876543210ULL};
+
+} // namespace
+
+TEST(ProtocolHandle, TextRoundTrip) {
+  auto text = to_string(sample);
+  EXPECT_EQ(text, "0123456789abcdef-fedcba9876543210");
+  auto back = parse_data_handle(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, sample);
+  EXPECT_EQ(parse_data_handle("0123456789ABCDEF-FEDCBA9876543210"), sample);
+}
+
+TEST(ProtocolHandle, TextRejectsAnythingElse) {
+  for (auto bad : {"", "0123456789abcdef", "0123456789abcdef-fedcba987654321",
+                   "0123456789abcdef:fedcba9876543210",
+                   "0123456789abcdeg-fedcba9876543210",
+                   "0123456789abcdef-fedcba98765432100", " 123456789abcdef-fedcba9876543210"})
+    EXPECT_FALSE(parse_data_handle(bad)) << bad;
+}
+
+TEST(ProtocolHandle, JsonIsHiLo) {
+  nlohmann::json j = sample;
+  EXPECT_EQ(j, (nlohmann::json{{"hi", sample.hi}, {"lo", sample.lo}}));
+  EXPECT_EQ(j.get<data_handle>(), sample);
+}
+
+TEST(ProtocolHandle, MsgpackIsMapHiLo) {
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, sample);
+  auto oh = msgpack::unpack(buf.data(), buf.size());
+  auto obj = oh.get();
+  ASSERT_EQ(obj.type, msgpack::type::MAP);
+  ASSERT_EQ(obj.via.map.size, 2u);
+  EXPECT_EQ(obj.via.map.ptr[0].key.as<std::string>(), "hi");
+  EXPECT_EQ(obj.via.map.ptr[1].key.as<std::string>(), "lo");
+  EXPECT_EQ(obj.as<data_handle>(), sample);
+}
+
+TEST(ProtocolHandle, CafSerializationRoundTrip) {
+  caf::actor_system_config cfg;
+  register_protocol_types(cfg);
+  caf::actor_system sys{cfg};
+  std::vector<char> buf;
+  caf::binary_serializer sink{sys, buf};
+  auto h = sample;
+  ASSERT_FALSE(sink(h));
+  data_handle back;
+  caf::binary_deserializer source{sys, buf};
+  ASSERT_FALSE(source(back));
+  EXPECT_EQ(back, sample);
+}
+
+TEST(ProtocolBodies, AcquireRoundTrip) {
+  rv_acquire_request req;
+  req.handle = sample;
+  req.rdma = rdma_offer{{"ucx"}};
+  req.lease_ms = 250;
+  auto back = decode<rv_acquire_request>(encode(req));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->handle, sample);
+  ASSERT_TRUE(back->rdma);
+  EXPECT_EQ(back->rdma->backends, std::vector<std::string>{"ucx"});
+  EXPECT_EQ(back->lease_ms, 250u);
+}
+
+TEST(ProtocolBodies, AcquireFromAnOldConsumerHasNoOfferAndNoDeadline) {
+  auto back = decode<rv_acquire_request>(R"({"handle":{"hi":1,"lo":2}})");
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->rdma);
+  EXPECT_EQ(back->lease_ms, 0u);
+}
+
+TEST(ProtocolBodies, UnknownFieldsAreIgnored) {
+  auto back = decode<rv_acquire_request>(
+    R"({"handle":{"hi":1,"lo":2,"extra":true},"future":{"x":[1,2]},"lease_ms":7})");
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->handle, (data_handle{1, 2}));
+  EXPECT_EQ(back->lease_ms, 7u);
+}
+
+TEST(ProtocolBodies, ReadyAndRdmaAnswersRoundTrip) {
+  rv_acquire_response ready;
+  ready.ready = rv_ready{1, 2, 524288, 3, 1048577};
+  auto r = decode<rv_acquire_response>(encode(ready));
+  ASSERT_TRUE(r);
+  ASSERT_TRUE(r->ready);
+  EXPECT_FALSE(r->rdma);
+  EXPECT_EQ(r->ready->chunk_count, 3u);
+  EXPECT_EQ(r->ready->total_len, 1048577u);
+
+  rv_acquire_response rdma;
+  rdma.rdma = rv_rdma_grant{9, {0x01, 0xff, 0x00}, 30000, 4096};
+  auto g = decode<rv_acquire_response>(encode(rdma));
+  ASSERT_TRUE(g);
+  ASSERT_TRUE(g->rdma);
+  EXPECT_EQ(g->rdma->descriptor, (std::vector<uint8_t>{0x01, 0xff, 0x00}));
+  EXPECT_EQ(g->rdma->lease_timeout_ms, 30000u);
+}
+
+TEST(ProtocolBodies, RdmaAnswerWithoutLeaseTimeoutMeansNoDeadline) {
+  auto g = decode<rv_acquire_response>(
+    R"({"rdma":{"lease_id":3,"descriptor":"0a0b","total_len":5}})");
+  ASSERT_TRUE(g);
+  ASSERT_TRUE(g->rdma);
+  EXPECT_EQ(g->rdma->lease_timeout_ms, 0u);
+}
+
+TEST(ProtocolBodies, SmallBodiesRoundTrip) {
+  EXPECT_EQ(decode<rv_pull_request>(encode(rv_pull_request{5, 6}))->index, 6u);
+  EXPECT_EQ(decode<rv_ref_response>(encode(rv_ref_response{3}))->refcount, 3u);
+  auto rel = decode<rv_release_response>(encode(rv_release_response{0, true}));
+  ASSERT_TRUE(rel);
+  EXPECT_TRUE(rel->freed);
+  auto md = decode<rv_metadata_response>(encode(rv_metadata_response{10, 2, true}));
+  ASSERT_TRUE(md);
+  EXPECT_EQ(md->total_len, 10u);
+  EXPECT_TRUE(md->pinned);
+  auto det = decode<rv_detach_request>(encode(rv_detach_request{sample, 77}));
+  ASSERT_TRUE(det);
+  EXPECT_EQ(det->lease_id, 77u);
+  auto renew = decode<rv_lease_renew_request>(encode(rv_lease_renew_request{sample, 8}));
+  ASSERT_TRUE(renew);
+  EXPECT_EQ(renew->handle, sample);
+}
+
+TEST(ProtocolBodies, MalformedBodiesAreClearErrors) {
+  const char* bad[] = {
+    "",
+    "not json",
+    "[1,2,3]",
+    "{}",
+    R"({"handle":{"hi":1}})",
+    R"({"handle":{"hi":-1,"lo":2}})",
+    R"({"handle":{"hi":1.5,"lo":2}})",
+    R"({"handle":"0123"})",
+    R"({"handle":{"hi":1,"lo":2},"rdma":"ucx"})",
+    R"({"handle":{"hi":1,"lo":2},"rdma":{"backends":[1]}})",
+    R"({"handle":{"hi":1,"lo":2},"lease_ms":"soon"})",
+    R"({"handle":{"hi":1,"lo":2})",
+  };
+  for (auto body : bad) {
+    auto r = decode<rv_acquire_request>(body);
+    ASSERT_FALSE(r) << body;
+    EXPECT_TRUE(is(r.error(), errc::malformed_body)) << body;
+    EXPECT_NE(describe(r.error()).find("malformed_body"), std::string::npos);
+  }
+  EXPECT_FALSE(decode<rv_pull_request>(R"({"transfer_id":1})"));
+  EXPECT_FALSE(decode<rv_acquire_response>(R"({"neither":{}})"));
+  EXPECT_FALSE(decode<rv_acquire_response>(
+    R"({"rdma":{"lease_id":3,"descriptor":"0g","total_len":5}})"));
+}
+
+TEST(ProtocolErrors, DescribeNamesCodeAndContext) {
+  auto err = make_error(errc::unknown_handle, "no slot for handle x");
+  EXPECT_TRUE(is(err, errc::unknown_handle));
+  EXPECT_FALSE(is(err, errc::unknown_lease));
+  EXPECT_EQ(describe(err), "unknown_handle: no slot for handle x");
+  EXPECT_EQ(describe(caf::error{}), "no error");
+}

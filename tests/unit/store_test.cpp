@@ -1,0 +1,178 @@
+// Store: the slot store's rules (refcounts, leases, free at zero, deadlines).
+#include <gtest/gtest.h>
+
+#include <numeric>
+
+#include "actors/slot_store.hpp"
+#include "protocol/errors.hpp"
+
+using namespace ferry;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint64_t worker = 42;
+
+byte_buffer bytes_of(size_t n) {
+  byte_buffer b(n);
+  for (size_t i = 0; i < n; ++i)
+    b[i] = static_cast<char>(i * 7 + 3);
+  return b;
+}
+
+struct SlotStore : ::testing::Test {
+  slot_store store{worker, 4}; // tiny chunks to exercise boundaries
+  slot_store::time_point t0 = slot_store::clock_type::now();
+};
+
+} // namespace
+
+TEST_F(SlotStore, RegisterGivesRefcountOne) {
+  auto h = store.register_data(bytes_of(10), t0);
+  EXPECT_EQ(h.owner(), worker);
+  auto md = store.metadata(h);
+  ASSERT_TRUE(md);
+  EXPECT_EQ(md->total_len, 10u);
+  EXPECT_EQ(md->refcount, 1u);
+  EXPECT_EQ(store.current_stats().staged_bytes, 10u);
+}
+
+TEST_F(SlotStore, ChunksCoverThePayloadExactly) {
+  auto payload = bytes_of(10);
+  auto h = store.register_data(payload, t0);
+  auto ready = store.acquire(h, t0);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->chunk_count, 3u);
+  byte_buffer out;
+  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
+    auto c = store.pull(ready->transfer_id, i, t0);
+    ASSERT_TRUE(c);
+    out.insert(out.end(), c->data, c->data + c->size);
+  }
+  EXPECT_EQ(out, payload);
+  auto past = store.pull(ready->transfer_id, 3, t0);
+  ASSERT_FALSE(past);
+  EXPECT_TRUE(is(past.error(), errc::chunk_out_of_range));
+}
+
+TEST_F(SlotStore, EmptyPayloadHasNoChunks) {
+  auto h = store.register_data({}, t0);
+  auto ready = store.acquire(h, t0);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->chunk_count, 0u);
+  EXPECT_EQ(ready->total_len, 0u);
+  EXPECT_FALSE(store.pull(ready->transfer_id, 0, t0));
+}
+
+TEST_F(SlotStore, ReleaseFreesAtZero) {
+  auto h = store.register_data(bytes_of(8), t0);
+  auto lease = store.acquire(h, t0)->lease_id;
+  auto r = store.release(h, lease);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->refcount, 0u);
+  EXPECT_TRUE(r->freed);
+  EXPECT_EQ(store.current_stats().slots, 0u);
+  EXPECT_EQ(store.current_stats().staged_bytes, 0u);
+  EXPECT_TRUE(is(store.metadata(h).error(), errc::unknown_handle));
+}
+
+TEST_F(SlotStore, ReleaseTwiceIsAnError) {
+  auto h = store.register_data(bytes_of(8), t0);
+  ASSERT_TRUE(store.ref(h));
+  auto lease = store.acquire(h, t0)->lease_id;
+  ASSERT_TRUE(store.release(h, lease));
+  auto again = store.release(h, lease);
+  ASSERT_FALSE(again);
+  EXPECT_TRUE(is(again.error(), errc::unknown_lease));
+  EXPECT_EQ(store.metadata(h)->refcount, 1u); // the bad call changed nothing
+}
+
+TEST_F(SlotStore, RefAllowsTwoConsumers) {
+  auto h = store.register_data(bytes_of(8), t0);
+  EXPECT_EQ(*store.ref(h), 2u);
+  auto a = store.acquire(h, t0)->lease_id;
+  auto b = store.acquire(h, t0)->lease_id;
+  EXPECT_NE(a, b);
+  auto ra = store.release(h, a);
+  ASSERT_TRUE(ra);
+  EXPECT_FALSE(ra->freed);
+  auto rb = store.release(h, b);
+  ASSERT_TRUE(rb);
+  EXPECT_TRUE(rb->freed);
+}
+
+TEST_F(SlotStore, DetachKeepsTheHandleUsable) {
+  auto h = store.register_data(bytes_of(8), t0);
+  auto lease = store.acquire(h, t0)->lease_id;
+  EXPECT_FALSE(store.detach(h, lease));
+  EXPECT_EQ(store.current_stats().leases, 0u);
+  auto again = store.acquire(h, t0);
+  ASSERT_TRUE(again);
+  EXPECT_TRUE(store.pull(again->transfer_id, 0, t0));
+  // The old transfer is gone with its lease.
+  EXPECT_TRUE(is(store.detach(h, lease), errc::unknown_lease));
+}
+
+TEST_F(SlotStore, UnknownHandlesAndOtherOwners) {
+  EXPECT_TRUE(is(store.metadata({worker, 99}).error(), errc::unknown_handle));
+  EXPECT_TRUE(is(store.acquire({worker + 1, 1}, t0).error(), errc::unknown_handle));
+  EXPECT_TRUE(is(store.ref({worker, 99}).error(), errc::unknown_handle));
+  EXPECT_TRUE(is(store.detach({worker, 99}, 1), errc::unknown_handle));
+  EXPECT_TRUE(is(store.pull(12345, 0, t0).error(), errc::unknown_transfer));
+}
+
+TEST_F(SlotStore, SlotOutlivesRefcountZeroWhileALeaseReads) {
+  auto h = store.register_data(bytes_of(8), t0);
+  auto reader = store.acquire(h, t0);
+  ASSERT_TRUE(store.ref(h));
+  auto other = store.acquire(h, t0)->lease_id;
+  ASSERT_TRUE(store.release(h, other));
+  // Someone releases the last reference without holding the reader's lease:
+  auto third = store.acquire(h, t0)->lease_id;
+  auto r = store.release(h, third);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->refcount, 0u);
+  EXPECT_FALSE(r->freed);
+  EXPECT_TRUE(store.pull(reader->transfer_id, 1, t0)); // still readable
+  EXPECT_FALSE(store.detach(h, reader->lease_id));
+  EXPECT_EQ(store.current_stats().slots, 0u); // freed with the last lease
+}
+
+TEST_F(SlotStore, LeaseDeadlineEndsASilentLease) {
+  auto h = store.register_data(bytes_of(8), t0);
+  EXPECT_FALSE(store.has_deadlines());
+  auto ready = store.acquire(h, t0, 100ms);
+  ASSERT_TRUE(ready);
+  EXPECT_TRUE(store.has_deadlines());
+  EXPECT_EQ(store.sweep(t0 + 99ms).leases_expired, 0u);
+  // A pull renews the deadline.
+  ASSERT_TRUE(store.pull(ready->transfer_id, 0, t0 + 90ms));
+  EXPECT_EQ(store.sweep(t0 + 150ms).leases_expired, 0u);
+  // So does a renewal.
+  EXPECT_FALSE(store.renew(h, ready->lease_id, t0 + 180ms));
+  EXPECT_EQ(store.sweep(t0 + 270ms).leases_expired, 0u);
+  EXPECT_EQ(store.sweep(t0 + 281ms).leases_expired, 1u);
+  EXPECT_FALSE(store.has_deadlines());
+  EXPECT_EQ(store.current_stats().leases, 0u);
+  EXPECT_EQ(store.current_stats().slots, 1u); // the reference remains
+}
+
+TEST_F(SlotStore, LeaseWithoutDeadlineNeverExpires) {
+  auto h = store.register_data(bytes_of(8), t0);
+  ASSERT_TRUE(store.acquire(h, t0));
+  EXPECT_FALSE(store.has_deadlines());
+  EXPECT_EQ(store.sweep(t0 + 24h).leases_expired, 0u);
+  EXPECT_EQ(store.current_stats().leases, 1u);
+}
+
+TEST_F(SlotStore, TimeToLiveFreesTheSlotWithItsLeases) {
+  auto h = store.register_data(bytes_of(8), t0, 50ms);
+  ASSERT_TRUE(store.acquire(h, t0));
+  EXPECT_TRUE(store.has_deadlines());
+  EXPECT_EQ(store.sweep(t0 + 49ms).slots_expired, 0u);
+  auto r = store.sweep(t0 + 50ms);
+  EXPECT_EQ(r.slots_expired, 1u);
+  EXPECT_EQ(store.current_stats().slots, 0u);
+  EXPECT_EQ(store.current_stats().leases, 0u);
+  EXPECT_FALSE(store.has_deadlines());
+}
