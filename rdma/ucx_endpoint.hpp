@@ -1,0 +1,127 @@
+// ucx_endpoint: one UCP endpoint to a peer worker, and the remote keys
+// unpacked for it.
+// Owns: the ucp_ep_h (closed, with a bounded wait, when the object goes) and,
+// per ucx_remote_key, one unpacked ucp_rkey_h. Both keep their worker alive.
+// Threading: the worker's owning thread creates, uses and destroys them.
+// Must never: pass a packed key to ucp_ep_rkey_unpack before its framing
+// passed check_packed_rkey (UCX 1.13 unpacks without a length and crashes on
+// a short or corrupt blob), or block without a bound when closing.
+//
+// Error handling mode. `none` (the default) keeps every transport, shared
+// memory included, but UCX then reports no peer failure: a request to a
+// dead peer over shared memory never completes, and a close cannot be
+// forced. `peer` makes UCX 1.13 drop the shared-memory transports for the
+// endpoint (everything goes over tcp) in exchange for error reports and
+// forced close. Ferry uses `none` and bounds every wait itself (see ucx_get).
+//
+// Trust: the worker address given to connect() is read by UCX without a
+// length, exactly like a packed key; it must come from ferry's own control
+// plane, never from unchecked bytes. Only its size is checked here.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "rdma/ucx_status.hpp"
+#include "rdma/ucx_worker.hpp"
+
+namespace ferry {
+
+/// Bound on a peer worker address accepted by connect().
+inline constexpr std::size_t max_ucx_worker_address_bytes = 64 * 1024;
+
+enum class ucx_error_mode {
+  none, // UCP_ERR_HANDLING_MODE_NONE: all transports, no failure reports
+  peer, // UCP_ERR_HANDLING_MODE_PEER: tcp only on UCX 1.13, failures reported
+};
+
+struct ucx_endpoint_config {
+  ucx_error_mode error_mode = ucx_error_mode::none;
+  /// How long the destructor (or close() without argument) progresses the
+  /// worker waiting for the close to finish.
+  std::chrono::milliseconds close_limit{1000};
+};
+
+/// An unpacked remote key (ucp_rkey_h), usable only with the endpoint that
+/// unpacked it. Destroyed with ucp_rkey_destroy once neither this object nor
+/// a GET still in flight uses it.
+class ucx_endpoint;
+
+class ucx_remote_key {
+public:
+  ucx_remote_key() = default;
+  ucx_remote_key(ucx_remote_key&&) noexcept = default;
+  ucx_remote_key& operator=(ucx_remote_key&&) noexcept = default;
+  ucx_remote_key(const ucx_remote_key&) = delete;
+  ucx_remote_key& operator=(const ucx_remote_key&) = delete;
+
+  ucp_rkey_h native() const noexcept { return key_.get(); }
+  /// Shared by GETs in flight, so the key outlives them.
+  const std::shared_ptr<ucp_rkey>& shared_native() const noexcept { return key_; }
+  /// True when `ep` is the (still existing) endpoint that unpacked it.
+  bool belongs_to(const ucx_endpoint& ep) const noexcept;
+  bool empty() const noexcept { return key_ == nullptr; }
+
+private:
+  friend class ucx_endpoint;
+  std::shared_ptr<ucp_rkey> key_;
+  std::weak_ptr<void> owner_; // the endpoint's internal state
+};
+
+class ucx_endpoint {
+public:
+  /// Creates an endpoint on `worker` to the peer whose packed worker address
+  /// is [address, address + size) (ucp_ep_create with the remote address).
+  /// Wire-up finishes in the background while the worker progresses.
+  static ucx_result<ucx_endpoint> connect(ucx_worker& worker, const void* address,
+                                          std::size_t size,
+                                          const ucx_endpoint_config& cfg = {});
+  static ucx_result<ucx_endpoint> connect(ucx_worker& worker,
+                                          const std::vector<char>& address,
+                                          const ucx_endpoint_config& cfg = {}) {
+    return connect(worker, address.data(), address.size(), cfg);
+  }
+
+  ucx_endpoint(ucx_endpoint&&) noexcept;
+  ucx_endpoint& operator=(ucx_endpoint&&) noexcept;
+  ucx_endpoint(const ucx_endpoint&) = delete;
+  ucx_endpoint& operator=(const ucx_endpoint&) = delete;
+  /// close() with the configured limit, if not closed yet.
+  ~ucx_endpoint();
+
+  /// Unpacks a packed remote key for this endpoint. The blob is refused,
+  /// without reaching UCX, unless check_packed_rkey says its framing is ok.
+  ucx_result<ucx_remote_key> unpack_rkey(const std::uint8_t* data, std::size_t size);
+  ucx_result<ucx_remote_key> unpack_rkey(const std::vector<std::uint8_t>& packed) {
+    return unpack_rkey(packed.data(), packed.size());
+  }
+
+  /// Closes (ucp_ep_close_nbx: flush in `none` mode, forced in `peer` mode)
+  /// and progresses the worker until done or `limit` passed. After a limit
+  /// the close goes on inside UCX and finishes when the worker is destroyed.
+  /// Either way the endpoint is unusable afterwards.
+  ucx_status close(std::chrono::milliseconds limit);
+  ucx_status close();
+
+  /// Null after close() or a move.
+  ucp_ep_h native() const noexcept;
+  ucp_worker_h worker() const noexcept;
+  ucx_error_mode error_mode() const noexcept;
+  /// In `peer` mode: the failure UCX reported for this endpoint, UCS_OK if
+  /// none. Always UCS_OK in `none` mode.
+  ucs_status_t failure() const noexcept;
+
+  struct state; // internal; stable address for UCX's error callback
+
+private:
+  friend class ucx_remote_key;
+  explicit ucx_endpoint(std::shared_ptr<state> st);
+  std::shared_ptr<state> st_; // shared only with weak references from keys
+};
+
+} // namespace ferry

@@ -1,0 +1,21 @@
+# ferry_ucx: the UCX wrapper layer (context, worker, memory maps, endpoints,
+# GETs). No CAF here: the actors wrap it later. Included by rdma/CMakeLists.txt
+# when FERRY_WITH_UCX, after core_sources.cmake (so ferry_rdma_core, when it
+# exists, is already defined).
+add_library(ferry_ucx STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/ucx_env.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ucx_context.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ucx_worker.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ucx_memory.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ucx_endpoint.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ucx_get.cpp)
+target_include_directories(ferry_ucx PUBLIC ${PROJECT_SOURCE_DIR})
+target_link_libraries(ferry_ucx PUBLIC ucx::ucp ucx::ucs)
+
+# The packed-rkey pre-parse (rdma/rkey_preparse.*) gates every unpack. It
+# belongs to ferry_rdma_core; until that library exists, compile it here.
+if(TARGET ferry_rdma_core)
+  target_link_libraries(ferry_ucx PUBLIC ferry_rdma_core)
+else()
+  target_sources(ferry_ucx PRIVATE ${CMAKE_CURRENT_LIST_DIR}/rkey_preparse.cpp)
+endif()

@@ -1,0 +1,81 @@
+// Support for multi-process tests: `ferry node` child processes, running the
+// `ferry` command, scraping a Prometheus endpoint over HTTP, reading a
+// node's metric registry, and test payloads with checksums.
+#pragma once
+
+#include <sys/types.h>
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "protocol/byte_buffer.hpp"
+
+namespace prometheus {
+class Registry;
+}
+
+namespace ferry::test {
+
+/// Path of the ferry binary (FERRY_BIN, set by ctest).
+std::string ferry_bin();
+
+/// A `ferry node` in its own process, on 127.0.0.1 and a free port.
+class node_process {
+public:
+  explicit node_process(std::vector<std::string> extra_args = {});
+  ~node_process();
+
+  node_process(const node_process&) = delete;
+  node_process& operator=(const node_process&) = delete;
+
+  uint16_t port() const { return port_; }
+  uint16_t metrics_port() const { return metrics_port_; }
+  uint64_t worker_id() const { return worker_id_; }
+  std::string endpoint() const;
+  pid_t pid() const { return pid_; }
+
+  /// Sends `sig`; SIGKILL also reaps the process.
+  void kill(int sig);
+
+  /// Sends SIGTERM and waits for a clean exit; returns the exit status.
+  int stop();
+
+  /// The process's stdout and stderr so far.
+  std::string log() const;
+
+private:
+  std::string dir_;
+  pid_t pid_ = -1;
+  uint16_t port_ = 0;
+  uint16_t metrics_port_ = 0;
+  uint64_t worker_id_ = 0;
+};
+
+struct command_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+/// Runs `ferry args...` to completion (bounded by `timeout`).
+command_result run_ferry(const std::vector<std::string>& args,
+                         std::chrono::seconds timeout = std::chrono::seconds{120});
+
+/// GET http://127.0.0.1:port/metrics.
+std::string scrape_metrics(uint16_t port);
+
+/// The value of one series line in Prometheus text (`name{labels}`), or -1.
+double series_value(const std::string& text, const std::string& series);
+
+/// The sum of a series' values in a registry, over all label sets.
+double registry_value(prometheus::Registry& registry, const std::string& name);
+
+/// A deterministic payload of n bytes.
+byte_buffer payload(size_t n, uint64_t seed = 1);
+
+/// A fresh temporary directory.
+std::string temp_dir();
+
+} // namespace ferry::test

@@ -1,0 +1,394 @@
+#include "tests/ucx/ucx_test_support.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <thread>
+
+#include "rdma/ucx_context.hpp"
+#include "rdma/ucx_memory.hpp"
+#include "rdma/ucx_worker.hpp"
+
+extern char** environ;
+
+namespace ferry::test {
+
+// ---- patterns -------------------------------------------------------------
+
+namespace {
+
+std::uint64_t pattern_word(std::uint64_t seed, std::uint64_t index) {
+  std::uint64_t x = (index + 1) * 0x9E3779B97F4A7C15ull ^ (seed * 0xD1B54A32D192ED03ull);
+  x ^= x >> 31;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 29;
+  return x;
+}
+
+std::uint8_t pattern_byte(std::uint64_t seed, std::uint64_t at) {
+  return static_cast<std::uint8_t>(pattern_word(seed, at / 8) >> (8 * (at % 8)));
+}
+
+} // namespace
+
+void fill_pattern(void* dst, std::uint64_t seed, std::uint64_t offset, std::size_t len) {
+  auto* out = static_cast<std::uint8_t*>(dst);
+  std::size_t i = 0;
+  for (; i < len && (offset + i) % 8 != 0; ++i)
+    out[i] = pattern_byte(seed, offset + i);
+  for (; i + 8 <= len; i += 8) {
+    std::uint64_t w = pattern_word(seed, (offset + i) / 8); // little-endian host
+    std::memcpy(out + i, &w, 8);
+  }
+  for (; i < len; ++i)
+    out[i] = pattern_byte(seed, offset + i);
+}
+
+std::uint64_t checksum(const void* data, std::size_t len) {
+  const auto* p = static_cast<const std::uint8_t*>(data);
+  std::uint64_t h = 0xCBF29CE484222325ull ^ len;
+  std::size_t i = 0;
+  for (; i + 8 <= len; i += 8) {
+    std::uint64_t w;
+    std::memcpy(&w, p + i, 8);
+    h = (h ^ w) * 0x100000001B3ull;
+    h ^= h >> 32;
+  }
+  for (; i < len; ++i)
+    h = (h ^ p[i]) * 0x100000001B3ull;
+  return h;
+}
+
+std::uint64_t pattern_checksum(std::uint64_t seed, std::uint64_t offset, std::size_t len) {
+  std::vector<std::uint8_t> expected(len);
+  fill_pattern(expected.data(), seed, offset, len);
+  return checksum(expected.data(), len);
+}
+
+// ---- framing over the socket pair ------------------------------------------
+
+namespace {
+
+constexpr const char* child_fd_var = "FERRY_UCX_TEST_CHILD_FD";
+constexpr const char* child_bytes_var = "FERRY_UCX_TEST_REGION_BYTES";
+constexpr auto io_limit = std::chrono::seconds(30);
+
+bool wait_fd(int fd, short events, std::chrono::milliseconds limit) {
+  pollfd p{fd, events, 0};
+  for (;;) {
+    int n = ::poll(&p, 1, static_cast<int>(limit.count()));
+    if (n > 0)
+      return true;
+    if (n == 0)
+      return false;
+    if (errno != EINTR)
+      return false;
+  }
+}
+
+bool write_all(int fd, const void* data, std::size_t len) {
+  const auto* p = static_cast<const char*>(data);
+  while (len > 0) {
+    ssize_t n = ::send(fd, p, len, MSG_NOSIGNAL);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    len -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+bool read_all(int fd, void* data, std::size_t len, std::chrono::milliseconds limit) {
+  auto* p = static_cast<char*>(data);
+  while (len > 0) {
+    if (!wait_fd(fd, POLLIN, limit))
+      return false;
+    ssize_t n = ::recv(fd, p, len, 0);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0)
+      return false;
+    p += n;
+    len -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+struct writer {
+  std::vector<char> bytes;
+  void u64(std::uint64_t v) { raw(&v, 8); }
+  void blob(const void* p, std::size_t n) {
+    u64(n);
+    raw(p, n);
+  }
+  void raw(const void* p, std::size_t n) {
+    const char* c = static_cast<const char*>(p);
+    bytes.insert(bytes.end(), c, c + n);
+  }
+};
+
+struct reader {
+  const std::vector<char>& bytes;
+  std::size_t pos = 0;
+  bool good = true;
+  std::uint64_t u64() {
+    std::uint64_t v = 0;
+    if (pos + 8 > bytes.size()) {
+      good = false;
+      return 0;
+    }
+    std::memcpy(&v, bytes.data() + pos, 8);
+    pos += 8;
+    return v;
+  }
+  template <class T>
+  std::vector<T> blob() {
+    std::uint64_t n = u64();
+    if (!good || n > bytes.size() - pos) {
+      good = false;
+      return {};
+    }
+    std::vector<T> out(n);
+    std::memcpy(out.data(), bytes.data() + pos, n);
+    pos += n;
+    return out;
+  }
+};
+
+bool send_frame(int fd, const std::vector<char>& body) {
+  std::uint64_t n = body.size();
+  return write_all(fd, &n, 8) && write_all(fd, body.data(), body.size());
+}
+
+bool recv_frame(int fd, std::vector<char>& body) {
+  std::uint64_t n = 0;
+  if (!read_all(fd, &n, 8, io_limit) || n > (1u << 20))
+    return false;
+  body.resize(n);
+  return read_all(fd, body.data(), n, io_limit);
+}
+
+void put_region(writer& w, const ucx_memory& m, std::uint64_t seed) {
+  w.u64(m.allocated_by_ucx() ? 1 : 0);
+  w.u64(m.address());
+  w.u64(m.size());
+  w.u64(seed);
+  w.blob(m.rkey().data(), m.rkey().size());
+}
+
+offered_region get_region(reader& r) {
+  offered_region o;
+  o.allocated_by_ucx = r.u64() != 0;
+  o.address = r.u64();
+  o.length = r.u64();
+  o.seed = r.u64();
+  o.rkey = r.blob<std::uint8_t>();
+  return o;
+}
+
+// ---- the child's life -------------------------------------------------------
+
+int child_fail(int fd, const std::string& why) {
+  writer w;
+  w.u64(0); // not ok
+  w.blob(why.data(), why.size());
+  send_frame(fd, w.bytes);
+  return 3;
+}
+
+int run_child(int fd, std::size_t region_bytes) {
+  ::alarm(120); // never outlive a forgotten test
+  auto ctx = ucx_context::create();
+  if (!ctx)
+    return child_fail(fd, ctx.error_message());
+  auto worker = ucx_worker::create(*ctx);
+  if (!worker)
+    return child_fail(fd, worker.error_message());
+  auto plain = ucx_memory::map(*ctx, region_bytes, false);
+  if (!plain)
+    return child_fail(fd, plain.error_message());
+  auto allocated = ucx_memory::map(*ctx, region_bytes, true);
+  if (!allocated)
+    return child_fail(fd, allocated.error_message());
+  fill_pattern(plain->data(), plain_seed, 0, plain->size());
+  fill_pattern(allocated->data(), ucx_seed, 0, allocated->size());
+
+  writer w;
+  w.u64(1); // ok
+  w.blob(worker->address().data(), worker->address().size());
+  std::string tls = ctx->describe_transports();
+  w.blob(tls.data(), tls.size());
+  put_region(w, *plain, plain_seed);
+  put_region(w, *allocated, ucx_seed);
+  if (!send_frame(fd, w.bytes))
+    return 4;
+
+  // Serve: progress (sleeping between events) and watch the socket.
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (::poll(&p, 1, 0) > 0) {
+      char cmd = 0;
+      if (::recv(fd, &cmd, 1, 0) != 1 || cmd == 'q')
+        break;
+      if (cmd == 'h') {
+        // Halted: no progress at all until the next command.
+        char ack = 'H';
+        write_all(fd, &ack, 1);
+        if (::recv(fd, &cmd, 1, 0) != 1 || cmd == 'q')
+          break;
+      }
+    }
+    auto woke = worker->wait_for_events(std::chrono::milliseconds(10));
+    if (!woke)
+      return child_fail(fd, woke.error_message());
+  }
+  return 0;
+}
+
+// Entry point of the exec'd child: runs before gtest's main and never
+// returns into it.
+struct child_entry {
+  child_entry() {
+    const char* fd = std::getenv(child_fd_var);
+    if (fd == nullptr)
+      return;
+    const char* bytes = std::getenv(child_bytes_var);
+    std::size_t n = bytes ? std::strtoull(bytes, nullptr, 10) : (1u << 20);
+    std::_Exit(run_child(std::atoi(fd), n));
+  }
+};
+const child_entry the_child_entry;
+
+} // namespace
+
+void set_ucx_env(const std::string& tls) {
+  ::setenv("UCX_TLS", tls.c_str(), 1);
+  ::setenv("UCX_NET_DEVICES", "lo", 1);
+}
+
+owner_child::owner_child(const std::string& tls, std::size_t region_bytes) {
+  int sv[2];
+  if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
+    error_ = "socketpair failed";
+    return;
+  }
+  // The child's environment, built before fork (only exec follows it).
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    std::string s(*e);
+    if (s.rfind("UCX_TLS=", 0) == 0 || s.rfind("UCX_NET_DEVICES=", 0) == 0
+        || s.rfind("FERRY_UCX_TEST_", 0) == 0)
+      continue;
+    env.push_back(std::move(s));
+  }
+  env.push_back("UCX_TLS=" + tls);
+  env.push_back("UCX_NET_DEVICES=lo");
+  env.push_back(std::string(child_fd_var) + "=" + std::to_string(sv[1]));
+  env.push_back(std::string(child_bytes_var) + "=" + std::to_string(region_bytes));
+  std::vector<char*> envp;
+  for (auto& s : env)
+    envp.push_back(s.data());
+  envp.push_back(nullptr);
+  char arg0[] = "ferry_ucx_test_child";
+  char* argv[] = {arg0, nullptr};
+  ::fcntl(sv[0], F_SETFD, FD_CLOEXEC);
+  const pid_t parent = ::getpid();
+
+  pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(sv[0]);
+    ::close(sv[1]);
+    error_ = "fork failed";
+    return;
+  }
+  if (pid == 0) {
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+      ::_exit(5);
+    ::execve("/proc/self/exe", argv, envp.data());
+    ::_exit(6);
+  }
+  ::close(sv[1]);
+  pid_ = pid;
+  fd_ = sv[0];
+
+  std::vector<char> body;
+  if (!recv_frame(fd_, body)) {
+    error_ = "no offer from the child";
+    return;
+  }
+  reader r{body};
+  if (r.u64() != 1) {
+    auto why = r.blob<char>();
+    error_ = "child failed: " + std::string(why.begin(), why.end());
+    return;
+  }
+  offer_.worker_address = r.blob<char>();
+  auto tls_seen = r.blob<char>();
+  offer_.transports.assign(tls_seen.begin(), tls_seen.end());
+  offer_.plain = get_region(r);
+  offer_.ucx = get_region(r);
+  if (!r.good)
+    error_ = "malformed offer";
+}
+
+owner_child::~owner_child() {
+  if (pid_ > 0 && !quit())
+    kill_now();
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+bool owner_child::halt() {
+  char cmd = 'h';
+  char ack = 0;
+  return pid_ > 0 && write_all(fd_, &cmd, 1) && read_all(fd_, &ack, 1, io_limit)
+         && ack == 'H';
+}
+
+bool owner_child::quit() {
+  if (pid_ <= 0)
+    return false;
+  char cmd = 'q';
+  write_all(fd_, &cmd, 1);
+  int status = 0;
+  if (!reap(std::chrono::seconds(10), &status)) {
+    kill_now();
+    return false;
+  }
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+void owner_child::kill_now() {
+  if (pid_ <= 0)
+    return;
+  ::kill(pid_, SIGKILL);
+  int status = 0;
+  reap(std::chrono::seconds(10), &status);
+}
+
+bool owner_child::reap(std::chrono::milliseconds limit, int* status) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    pid_t r = ::waitpid(pid_, status, WNOHANG);
+    if (r == pid_ || (r < 0 && errno != EINTR)) {
+      pid_ = -1;
+      return r > 0;
+    }
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+} // namespace ferry::test
