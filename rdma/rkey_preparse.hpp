@@ -47,8 +47,8 @@ enum class rkey_check : uint8_t {
 /// Stable snake_case name, e.g. "trailing_bytes".
 const char* to_string(rkey_check c) noexcept;
 
-/// Checks the framing of a packed key. Reads only [data, data + size); data
-/// may be null when size is 0. Checks run in the enum's order: empty,
+/// Checks the framing of a packed key. Reads only [data, data + size); a null
+/// data pointer counts as empty. Checks run in the enum's order: empty,
 /// too_long, then the parse (truncated / bad_mem_type as met), then trailing.
 rkey_check check_packed_rkey(const uint8_t* data, size_t size) noexcept;
 

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Quick start, part two: installs what is missing, builds, runs the tests.
+# Usage: deploy/test.sh [--sanitize] [ctest args...]
+#   --sanitize  builds in build-asan/ with ASan + UBSan and runs the tests there.
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+build_dir=$root/build
+cmake_args=()
+if [ "${1:-}" = "--sanitize" ]; then
+  shift
+  build_dir=$root/build-asan
+  cmake_args=(-DFERRY_SANITIZE=ON)
+  export FERRY_BUILD_TYPE=${FERRY_BUILD_TYPE:-Debug}
+  # CAF and prometheus-cpp are not instrumented; container annotations would
+  # be false alarms. LeakSanitizer stays on.
+  export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_container_overflow=0:abort_on_error=1}
+  export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+fi
+"$root/deploy/install-deps.sh"
+echo "== building ferry in $build_dir"
+"$root/deploy/build.sh" "$build_dir" "${cmake_args[@]}"
+echo "== running the tests"
+cd "$build_dir"
+# Fuzz targets run in their own clang build (see .ci/run).
+ctest --output-on-failure --timeout 300 -LE fuzz "$@"
