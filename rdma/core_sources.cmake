@@ -1,6 +1,7 @@
 # ferry_rdma_core: the pure parts of the UCX layer (offset allocator, UCX 1.13
-# packed-rkey pre-parse). No UCX link, no threads: unit-tested and fuzzed alone.
+# packed-rkey pre-parse, arena pool over a region mapper). No UCX link, no threads: unit-tested and fuzzed alone.
 add_library(ferry_rdma_core STATIC
+  ${CMAKE_CURRENT_LIST_DIR}/arena_pool.cpp
   ${CMAKE_CURRENT_LIST_DIR}/offset_allocator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rkey_preparse.cpp)
 target_include_directories(ferry_rdma_core PUBLIC ${PROJECT_SOURCE_DIR})

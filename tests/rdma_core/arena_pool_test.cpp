@@ -1,0 +1,159 @@
+// The arena pool over a fake region mapper: growth, dedicated arenas, the
+// budget in whole pages, reclamation and the warm floor.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <set>
+
+#include "rdma/arena_pool.hpp"
+
+using namespace ferry;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint64_t KiB = 1024, MiB = 1024 * KiB;
+
+struct fake_region : mapped_region {
+  explicit fake_region(uint64_t n, int* live)
+    : bytes(static_cast<char*>(std::aligned_alloc(4096, n))), n(n), live(live) {
+    ++*live;
+  }
+  ~fake_region() override {
+    std::free(bytes);
+    --*live;
+  }
+  char* data() const override { return bytes; }
+  uint64_t size() const override { return n; }
+  uint64_t address() const override { return reinterpret_cast<uintptr_t>(bytes); }
+  const std::vector<uint8_t>& rkey() const override { return key; }
+  uint64_t pinned_bytes() const override { return n; }
+  char* bytes;
+  uint64_t n;
+  int* live;
+  std::vector<uint8_t> key{1, 2, 3};
+};
+
+struct ArenaPool : ::testing::Test {
+  arena_pool make(arena_pool_config cfg, uint64_t budget_bytes) {
+    budget = std::make_unique<registered_budget>(budget_bytes);
+    return arena_pool{cfg,
+                      [this](uint64_t n) -> std::variant<std::unique_ptr<mapped_region>, std::string> {
+                        mapped_sizes.push_back(n);
+                        if (fail_maps)
+                          return std::string{"mapping refused"};
+                        return std::make_unique<fake_region>(n, &live);
+                      },
+                      *budget};
+  }
+  static arena_pool_config small() {
+    arena_pool_config c;
+    c.initial_arena_bytes = 64 * KiB;
+    c.max_arena_bytes = 256 * KiB;
+    c.dedicated_arena_min = 128 * KiB;
+    c.retain_arena_bytes = 64 * KiB;
+    return c;
+  }
+  std::unique_ptr<registered_budget> budget;
+  std::vector<uint64_t> mapped_sizes;
+  bool fail_maps = false;
+  int live = 0;
+};
+
+pool_grant grant(std::variant<pool_grant, pool_refusal> r) {
+  EXPECT_TRUE(std::holds_alternative<pool_grant>(r));
+  return std::get<pool_grant>(r);
+}
+
+} // namespace
+
+TEST_F(ArenaPool, GrowsGeometricallyAndHandsOutDisjointBlocks) {
+  auto pool = make(small(), 1 << 30);
+  std::vector<pool_grant> grants;
+  for (int i = 0; i < 40; ++i)
+    grants.push_back(grant(pool.allocate(12 * KiB, true)));
+  EXPECT_EQ(mapped_sizes, (std::vector<uint64_t>{64 * KiB, 128 * KiB, 256 * KiB, 256 * KiB}));
+  std::set<uint64_t> starts;
+  for (auto& g : grants) {
+    EXPECT_EQ(g.size, 12 * KiB);
+    EXPECT_TRUE(starts.insert(g.address).second);
+    EXPECT_TRUE(pool.covers(g.address, g.size));
+    EXPECT_FALSE(pool.covers(g.address, g.size + 4097));
+    g.data[0] = 'x'; // writable
+  }
+  EXPECT_EQ(pool.registered_bytes(), (64 + 128 + 256 + 256) * KiB);
+  EXPECT_EQ(budget->used(), pool.registered_bytes());
+  for (auto& g : grants)
+    pool.free(g.arena_id, g.token);
+  EXPECT_EQ(pool.live_blocks(), 0u);
+  EXPECT_EQ(live, 4); // pooled arenas stay mapped without reclaim_after
+}
+
+TEST_F(ArenaPool, DedicatedArenasAreUnmappedWhenFreed) {
+  auto pool = make(small(), 1 << 30);
+  auto g = grant(pool.allocate(200 * KiB, true));
+  EXPECT_EQ(mapped_sizes.back(), 200 * KiB);
+  EXPECT_EQ(live, 1);
+  EXPECT_EQ(budget->used(), 200 * KiB);
+  pool.free(g.arena_id, g.token);
+  EXPECT_EQ(live, 0);
+  EXPECT_EQ(budget->used(), 0u);
+  // Repeated large staging never exhausts the budget.
+  for (int i = 0; i < 100; ++i) {
+    auto d = grant(pool.allocate(300 * KiB, true));
+    pool.free(d.arena_id, d.token);
+  }
+  EXPECT_EQ(budget->used(), 0u);
+}
+
+TEST_F(ArenaPool, BudgetIsCountedInPagesAndRefusesPastTheCap) {
+  auto pool = make(small(), 100 * KiB);
+  auto g = grant(pool.allocate(1, true)); // maps the 64 KiB arena
+  EXPECT_EQ(g.size, 4 * KiB);
+  EXPECT_EQ(budget->used(), 64 * KiB);
+  // The next arena (128 KiB) does not fit the remaining 36 KiB.
+  std::vector<pool_grant> more;
+  for (int i = 0; i < 15; ++i)
+    more.push_back(grant(pool.allocate(4 * KiB, true)));
+  auto r = pool.allocate(4 * KiB, true);
+  ASSERT_TRUE(std::holds_alternative<pool_refusal>(r));
+  EXPECT_EQ(std::get<pool_refusal>(r), pool_refusal::budget);
+  EXPECT_EQ(budget->used(), 64 * KiB); // the refusal charged nothing
+  auto d = pool.allocate(200 * KiB, true);
+  EXPECT_EQ(std::get<pool_refusal>(d), pool_refusal::budget);
+}
+
+TEST_F(ArenaPool, NoMappingWhenNotAllowedOrWhenTheMapperFails) {
+  auto pool = make(small(), 1 << 30);
+  auto r = pool.allocate(4 * KiB, false);
+  EXPECT_EQ(std::get<pool_refusal>(r), pool_refusal::pool_exhausted);
+  EXPECT_TRUE(mapped_sizes.empty());
+  fail_maps = true;
+  r = pool.allocate(4 * KiB, true);
+  EXPECT_EQ(std::get<pool_refusal>(r), pool_refusal::pool_exhausted);
+  EXPECT_EQ(budget->used(), 0u);
+  fail_maps = false;
+  auto g = grant(pool.allocate(4 * KiB, true));
+  // Now an arena exists: a caller that may not map uses it.
+  auto h = grant(pool.allocate(4 * KiB, false));
+  EXPECT_EQ(h.arena_id, g.arena_id);
+}
+
+TEST_F(ArenaPool, ReclaimUnmapsEmptyArenasNewestFirstAndKeepsTheFloor) {
+  auto cfg = small();
+  cfg.reclaim_after = 100ms;
+  auto pool = make(cfg, 1 << 30);
+  std::vector<pool_grant> grants;
+  for (int i = 0; i < 30; ++i)
+    grants.push_back(grant(pool.allocate(12 * KiB, true)));
+  ASSERT_EQ(pool.arena_count(), 3u); // 64 + 128 + 256 KiB
+  auto t0 = arena_pool::clock_type::now();
+  EXPECT_EQ(pool.reclaim(t0 + 1s), 0u); // all busy
+  for (auto& g : grants)
+    pool.free(g.arena_id, g.token, t0);
+  EXPECT_EQ(pool.reclaim(t0 + 50ms), 0u); // not idle long enough
+  EXPECT_EQ(pool.reclaim(t0 + 100ms), 2u);
+  ASSERT_EQ(pool.arena_count(), 1u);
+  EXPECT_EQ(pool.registered_bytes(), 64 * KiB); // the small first arena stays
+  EXPECT_EQ(budget->used(), 64 * KiB);
+}
