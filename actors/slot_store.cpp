@@ -1,5 +1,6 @@
 #include "actors/slot_store.hpp"
 
+#include <algorithm>
 #include <vector>
 
 #include "protocol/errors.hpp"
@@ -11,18 +12,33 @@ slot_store::slot_store(uint64_t worker_id, uint64_t chunk_size)
   // nop
 }
 
-data_handle slot_store::register_data(byte_buffer bytes, time_point now,
-                                      std::optional<duration> ttl) {
+data_handle slot_store::add_slot(slot s, time_point now,
+                                 std::optional<duration> ttl) {
   auto id = next_slot_id_++;
-  slot s;
-  staged_bytes_ += bytes.size();
-  s.bytes = std::move(bytes);
+  staged_bytes_ += s.len;
   if (ttl) {
     s.expires_at = now + *ttl;
     ++deadline_count_;
   }
   slots_.emplace(id, std::move(s));
   return data_handle{worker_id_, id};
+}
+
+data_handle slot_store::register_data(byte_buffer bytes, time_point now,
+                                      std::optional<duration> ttl) {
+  slot s;
+  s.len = bytes.size();
+  s.bytes = std::move(bytes);
+  return add_slot(std::move(s), now, ttl);
+}
+
+data_handle slot_store::register_pinned(pinned_ptr block, uint64_t len,
+                                        time_point now,
+                                        std::optional<duration> ttl) {
+  slot s;
+  s.len = std::min<uint64_t>(len, block->size());
+  s.pinned = std::move(block);
+  return add_slot(std::move(s), now, ttl);
 }
 
 slot_store::slot* slot_store::find(const data_handle& h) {
@@ -51,7 +67,7 @@ caf::error unknown_lease(const data_handle& h, uint64_t lease_id) {
 } // namespace
 
 uint64_t slot_store::chunk_count(const slot& s) const {
-  return (s.bytes.size() + chunk_size_ - 1) / chunk_size_;
+  return (s.len + chunk_size_ - 1) / chunk_size_;
 }
 
 caf::expected<rv_metadata_response>
@@ -59,7 +75,40 @@ slot_store::metadata(const data_handle& h) const {
   auto s = find(h);
   if (!s)
     return unknown_handle(h);
-  return rv_metadata_response{s->bytes.size(), s->refcount, false};
+  return rv_metadata_response{s->len, s->refcount, s->pinned != nullptr};
+}
+
+caf::expected<pinned_ptr> slot_store::pinned_block_of(const data_handle& h) const {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  return s->pinned;
+}
+
+uint64_t slot_store::add_lease(slot& s, lease l, time_point now,
+                               duration deadline) {
+  auto lease_id = next_lease_id_++;
+  if (deadline > duration::zero()) {
+    l.deadline_period = deadline;
+    l.expires_at = now + deadline;
+    ++deadline_count_;
+  }
+  if (l.rdma)
+    ++rdma_lease_count_;
+  s.leases.emplace(lease_id, l);
+  ++lease_count_;
+  return lease_id;
+}
+
+caf::expected<slot_store::rdma_grant>
+slot_store::acquire_rdma(const data_handle& h, time_point now, duration deadline) {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  lease l;
+  l.rdma = true;
+  auto lease_id = add_lease(*s, l, now, std::max(deadline, duration{1}));
+  return rdma_grant{lease_id, s->pinned, s->len};
 }
 
 caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
@@ -68,20 +117,11 @@ caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
   auto s = find(h);
   if (!s)
     return unknown_handle(h);
-  auto lease_id = next_lease_id_++;
-  auto transfer_id = next_lease_id_++;
   lease l;
-  l.transfer_id = transfer_id;
-  if (lease_deadline > duration::zero()) {
-    l.deadline_period = lease_deadline;
-    l.expires_at = now + lease_deadline;
-    ++deadline_count_;
-  }
-  s->leases.emplace(lease_id, l);
-  ++lease_count_;
-  transfers_.emplace(transfer_id, transfer{h.lo, lease_id});
-  return rv_ready{lease_id, transfer_id, chunk_size_, chunk_count(*s),
-                  s->bytes.size()};
+  l.transfer_id = next_lease_id_++;
+  auto lease_id = add_lease(*s, l, now, lease_deadline);
+  transfers_.emplace(l.transfer_id, transfer{h.lo, lease_id});
+  return rv_ready{lease_id, l.transfer_id, chunk_size_, chunk_count(*s), s->len};
 }
 
 caf::expected<slot_store::chunk_view>
@@ -100,8 +140,8 @@ slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
   if (l.deadline_period > duration::zero())
     l.expires_at = now + l.deadline_period;
   auto offset = index * chunk_size_;
-  auto len = std::min<uint64_t>(chunk_size_, s.bytes.size() - offset);
-  return chunk_view{s.bytes.data() + offset, static_cast<size_t>(len)};
+  auto len = std::min<uint64_t>(chunk_size_, s.len - offset);
+  return chunk_view{s.data() + offset, static_cast<size_t>(len)};
 }
 
 caf::expected<uint64_t> slot_store::ref(const data_handle& h) {
@@ -117,6 +157,8 @@ caf::error slot_store::end_lease(slot& s, uint64_t lease_id) {
     return make_error(errc::unknown_lease);
   if (i->second.deadline_period > duration::zero())
     --deadline_count_;
+  if (i->second.rdma)
+    --rdma_lease_count_;
   transfers_.erase(i->second.transfer_id);
   s.leases.erase(i);
   --lease_count_;
@@ -131,12 +173,14 @@ void slot_store::free_slot(uint64_t slot_id) {
   for (auto& [id, l] : s.leases) {
     if (l.deadline_period > duration::zero())
       --deadline_count_;
+    if (l.rdma)
+      --rdma_lease_count_;
     transfers_.erase(l.transfer_id);
     --lease_count_;
   }
   if (s.expires_at)
     --deadline_count_;
-  staged_bytes_ -= s.bytes.size();
+  staged_bytes_ -= s.len;
   slots_.erase(i);
 }
 
@@ -197,8 +241,16 @@ slot_store::sweep_result slot_store::sweep(time_point now) {
       if (l.deadline_period > duration::zero() && l.expires_at <= now)
         expired_leases.push_back(lease_id);
     for (auto lease_id : expired_leases) {
+      // A silent RDMA lease is force-released: its consumer may have died
+      // mid-GET holding the read lock and a reference.
+      if (s.leases.at(lease_id).rdma) {
+        ++result.rdma_leases_reaped;
+        if (s.refcount > 0)
+          --s.refcount;
+      } else {
+        ++result.leases_expired;
+      }
       end_lease(s, lease_id);
-      ++result.leases_expired;
     }
     if (!expired_leases.empty())
       touched.push_back(id);

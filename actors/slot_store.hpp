@@ -10,6 +10,9 @@
 // - A lease acquired with a deadline ends when no pull or renewal touches it
 //   within that time; a slot with a time-to-live is freed at its expiry with
 //   every lease on it. sweep(now) enforces both.
+// - A slot is staged in plain memory or in a pinned (registered) block; both
+//   serve chunks. An RDMA lease (acquire_rdma) always has a deadline, and a
+//   silent one is force-released (the lease and one reference) by sweep.
 // Must never: hand out a view into a freed slot, or free a slot a lease reads.
 #pragma once
 
@@ -24,6 +27,7 @@
 #include "protocol/byte_buffer.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/rv_messages.hpp"
+#include "rdma/pinned_block.hpp"
 
 namespace ferry {
 
@@ -43,8 +47,16 @@ public:
   };
 
   struct sweep_result {
-    uint64_t leases_expired = 0;
+    uint64_t leases_expired = 0;     // chunked leases ended by their deadline
+    uint64_t rdma_leases_reaped = 0; // RDMA leases force-released
     uint64_t slots_expired = 0;
+  };
+
+  /// What an RDMA grant needs: the lease and the block it reads.
+  struct rdma_grant {
+    uint64_t lease_id = 0;
+    pinned_ptr block;
+    uint64_t total_len = 0;
   };
 
   /// A chunk's bytes, valid until the next call that changes the store.
@@ -63,7 +75,18 @@ public:
   data_handle register_data(byte_buffer bytes, time_point now,
                             std::optional<duration> ttl = std::nullopt);
 
+  /// Stages `len` bytes already copied into a pinned block.
+  data_handle register_pinned(pinned_ptr block, uint64_t len, time_point now,
+                              std::optional<duration> ttl = std::nullopt);
+
   caf::expected<rv_metadata_response> metadata(const data_handle& h) const;
+
+  /// The pinned block of a slot (null when it is staged in plain memory).
+  caf::expected<pinned_ptr> pinned_block_of(const data_handle& h) const;
+
+  /// Takes an RDMA lease with `deadline`; the caller checked the slot is pinned.
+  caf::expected<rdma_grant> acquire_rdma(const data_handle& h, time_point now,
+                                         duration deadline);
 
   /// Takes a lease and opens a chunked transfer. A non-zero `lease_deadline`
   /// ends the lease when nothing touches it for that long.
@@ -89,17 +112,24 @@ public:
   /// True while any lease deadline or slot time-to-live exists.
   bool has_deadlines() const;
 
+  /// RDMA leases currently held (descriptors out).
+  uint64_t rdma_leases() const { return rdma_lease_count_; }
+
   stats current_stats() const;
 
 private:
   struct lease {
-    uint64_t transfer_id = 0;
+    uint64_t transfer_id = 0; // 0 for an RDMA lease
+    bool rdma = false;
     duration deadline_period = duration::zero(); // zero: no deadline
     time_point expires_at{};
   };
 
   struct slot {
-    byte_buffer bytes;
+    byte_buffer bytes;   // plain memory, or
+    pinned_ptr pinned;   // a registered block
+    uint64_t len = 0;
+    const char* data() const { return pinned ? pinned->data() : bytes.data(); }
     uint64_t refcount = 1;
     std::unordered_map<uint64_t, lease> leases;
     std::optional<time_point> expires_at; // time-to-live
@@ -116,6 +146,8 @@ private:
   void free_slot(uint64_t slot_id);
   void free_if_unreferenced(uint64_t slot_id);
   uint64_t chunk_count(const slot& s) const;
+  data_handle add_slot(slot s, time_point now, std::optional<duration> ttl);
+  uint64_t add_lease(slot& s, lease l, time_point now, duration deadline);
 
   uint64_t worker_id_;
   uint64_t chunk_size_;
@@ -123,6 +155,7 @@ private:
   uint64_t next_lease_id_ = 1;
   uint64_t staged_bytes_ = 0;
   uint64_t lease_count_ = 0;
+  uint64_t rdma_lease_count_ = 0;
   uint64_t deadline_count_ = 0; // leases with a deadline + slots with a TTL
   std::unordered_map<uint64_t, slot> slots_;
   std::unordered_map<uint64_t, transfer> transfers_;

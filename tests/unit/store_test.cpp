@@ -176,3 +176,49 @@ TEST_F(SlotStore, TimeToLiveFreesTheSlotWithItsLeases) {
   EXPECT_EQ(store.current_stats().leases, 0u);
   EXPECT_FALSE(store.has_deadlines());
 }
+
+TEST_F(SlotStore, PinnedSlotsServeChunksToo) {
+  auto payload = bytes_of(10);
+  bool released = false;
+  byte_buffer backing(4096);
+  std::copy(payload.begin(), payload.end(), backing.begin());
+  auto block = std::make_shared<pinned_block>(
+    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
+    1, [&] { released = true; });
+  auto h = store.register_pinned(block, payload.size(), t0);
+  block.reset();
+  auto md = store.metadata(h);
+  ASSERT_TRUE(md);
+  EXPECT_TRUE(md->pinned);
+  EXPECT_EQ(md->total_len, 10u);
+  auto ready = store.acquire(h, t0);
+  byte_buffer out;
+  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
+    auto c = store.pull(ready->transfer_id, i, t0);
+    out.insert(out.end(), c->data, c->data + c->size);
+  }
+  EXPECT_EQ(out, payload);
+  EXPECT_FALSE(released);
+  ASSERT_TRUE(store.release(h, ready->lease_id));
+  EXPECT_TRUE(released); // freeing the slot returns the block
+}
+
+TEST_F(SlotStore, SilentRdmaLeaseIsForceReleased) {
+  byte_buffer backing(4096);
+  auto block = std::make_shared<pinned_block>(
+    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
+    1, nullptr);
+  auto h = store.register_pinned(block, 100, t0);
+  auto grant = store.acquire_rdma(h, t0, 30ms);
+  ASSERT_TRUE(grant);
+  EXPECT_EQ(grant->block, block);
+  EXPECT_EQ(store.rdma_leases(), 1u);
+  EXPECT_FALSE(store.renew(h, grant->lease_id, t0 + 20ms));
+  EXPECT_EQ(store.sweep(t0 + 49ms).rdma_leases_reaped, 0u);
+  auto r = store.sweep(t0 + 50ms);
+  EXPECT_EQ(r.rdma_leases_reaped, 1u);
+  EXPECT_EQ(r.leases_expired, 0u);
+  EXPECT_EQ(store.rdma_leases(), 0u);
+  // The lease and its reference are gone: refcount 1 - 1 = 0 frees the slot.
+  EXPECT_EQ(store.current_stats().slots, 0u);
+}
