@@ -1,5 +1,6 @@
 #include "actors/consumer.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <new>
 
@@ -10,8 +11,14 @@
 
 #include "actors/consumer_metrics.hpp"
 #include "actors/path_metrics.hpp"
+#include "actors/rdma_metrics.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
+#include "rdma/rkey_preparse.hpp"
+
+#include <prometheus/histogram.h>
+#include <spdlog/spdlog.h>
 
 namespace ferry {
 
@@ -28,6 +35,11 @@ struct consumer_state {
   rv_ready ready;
   bool have_lease = false;
   bool done = false;
+  bool ucx_peer = false;       // the owner is registered on our UCX engine
+  bool offered = false;        // the current acquire carried an offer
+  bool fell_back = false;      // the one fallback happened
+  bool get_running = false;    // a GET is out; renewals go out
+  std::chrono::milliseconds renew_period{0};
   uint64_t next_index = 0;
   uint64_t in_flight = 0;
   uint64_t received = 0;
@@ -52,9 +64,15 @@ void fail(consumer_ptr self, caf::error err) {
   self->quit();
 }
 
+void count_path(consumer_ptr self, transfer_path path, path_reason reason) {
+  if (auto* m = self->state.ctx.metrics)
+    m->paths->count(path, reason);
+}
+
 void finish(consumer_ptr self) {
   auto& st = self->state;
   st.done = true;
+  st.get_running = false;
   if (auto* m = st.ctx.metrics) {
     m->gets_ok->Increment();
     m->bytes_pulled->Increment(static_cast<double>(st.ready.total_len));
@@ -108,9 +126,25 @@ void pump(consumer_ptr self) {
   }
 }
 
-/// Checks the owner's answer before anything of its size is allocated.
-caf::error check_ready(consumer_ptr self, const rv_ready& r) {
+/// Checks a stated payload size before anything of its size is allocated.
+caf::error check_size(consumer_ptr self, uint64_t total_len) {
   auto& st = self->state;
+  auto limit = st.ctx.cfg.staged_payload_max;
+  if (limit > 0 && total_len > limit)
+    return make_error(errc::payload_too_large,
+                      "payload of " + std::to_string(total_len)
+                        + " bytes exceeds staged_payload_max of "
+                        + std::to_string(limit) + " bytes");
+  if (st.into && total_len > st.dest.size)
+    return make_error(errc::payload_too_large,
+                      "payload of " + std::to_string(total_len)
+                        + " bytes does not fit a buffer of "
+                        + std::to_string(st.dest.size) + " bytes");
+  return caf::none;
+}
+
+/// Checks the owner's chunked answer before anything is allocated.
+caf::error check_ready(consumer_ptr self, const rv_ready& r) {
   if (r.total_len > 0
       && (r.chunk_size == 0
           || r.chunk_count != (r.total_len + r.chunk_size - 1) / r.chunk_size))
@@ -122,29 +156,114 @@ caf::error check_ready(consumer_ptr self, const rv_ready& r) {
   if (r.total_len == 0 && r.chunk_count != 0)
     return make_error(errc::protocol_violation,
                       "owner announced chunks for an empty payload");
-  auto limit = st.ctx.cfg.staged_payload_max;
-  if (limit > 0 && r.total_len > limit)
-    return make_error(errc::payload_too_large,
-                      "payload of " + std::to_string(r.total_len)
-                        + " bytes exceeds staged_payload_max of "
-                        + std::to_string(limit) + " bytes");
-  if (st.into && r.total_len > st.dest.size)
-    return make_error(errc::payload_too_large,
-                      "payload of " + std::to_string(r.total_len)
-                        + " bytes does not fit a buffer of "
-                        + std::to_string(st.dest.size) + " bytes");
-  return caf::none;
+  return check_size(self, r.total_len);
+}
+
+
+void acquire(consumer_ptr self, bool allow_offer);
+
+/// The one fallback: detach the RDMA lease, acquire with no offer, pull chunks.
+void fall_back(consumer_ptr self, path_reason reason) {
+  auto& st = self->state;
+  if (st.done)
+    return;
+  count_path(self, transfer_path::chunked, reason);
+  st.get_running = false;
+  if (st.have_lease)
+    caf::anon_send(st.owner, rv_detach_atom::value,
+                   encode(rv_detach_request{st.handle, st.ready.lease_id}));
+  st.have_lease = false;
+  st.fell_back = true;
+  acquire(self, false);
+}
+
+void renew_tick(consumer_ptr self) {
+  auto& st = self->state;
+  if (st.done || !st.get_running)
+    return;
+  // A lost renewal is harmless: the next one is half a deadline away.
+  caf::anon_send(st.owner, rv_lease_renew_atom::value,
+                 encode(rv_lease_renew_request{st.handle, st.ready.lease_id}));
+  self->delayed_send(self, st.renew_period, tick_atom::value);
+}
+
+void on_rdma(consumer_ptr self, const rv_rdma_grant& grant) {
+  auto& st = self->state;
+  st.ready = rv_ready{grant.lease_id, 0, 0, 0, grant.total_len};
+  st.have_lease = true;
+  auto d = decode_descriptor(grant.descriptor.data(), grant.descriptor.size());
+  if (!d || d.descriptor->backend != 1
+      || check_packed_rkey(d.descriptor->rkey.data(), d.descriptor->rkey.size())
+           != rkey_check::ok)
+    return fall_back(self, path_reason::decode_error);
+  auto desc = *d.descriptor;
+  if (desc.len != grant.total_len)
+    return fall_back(self, path_reason::decode_error);
+  if (auto err = check_size(self, desc.len))
+    return fail(self, std::move(err));
+  auto t_alloc = std::chrono::steady_clock::now();
+  self
+    ->request(st.ctx.pool, st.ctx.cfg.request_timeout, pool_alloc_atom::value,
+              desc.len, true)
+    .then(
+      [=](pinned_ptr& block) {
+        auto& st = self->state;
+        if (st.done)
+          return;
+        spdlog::debug("rdma get of {}: destination block in {} us", to_string(st.handle),
+                      std::chrono::duration_cast<std::chrono::microseconds>(
+                        std::chrono::steady_clock::now() - t_alloc).count());
+        if (grant.lease_timeout_ms > 0) {
+          st.renew_period = std::max(std::chrono::milliseconds{5},
+                                     std::chrono::milliseconds{grant.lease_timeout_ms / 2});
+          st.get_running = true;
+          self->delayed_send(self, st.renew_period, tick_atom::value);
+        }
+        auto dest = block;
+        self
+          ->request(st.ctx.engine.actor(), st.ctx.cfg.transfer_timeout,
+                    ucx_get_atom::value, st.handle.owner(), desc.addr, desc.len,
+                    desc.rkey, dest)
+          .then(
+            [=](uint64_t nanos) {
+              auto& st = self->state;
+              st.get_running = false;
+              if (st.done)
+                return;
+              if (auto* r = st.ctx.rdma)
+                r->get_duration->Observe(static_cast<double>(nanos) * 1e-9);
+              spdlog::debug("rdma get of {}: {} bytes in {} us", to_string(st.handle),
+                            desc.len, nanos / 1000);
+              count_path(self, transfer_path::rdma, path_reason::ok);
+              // Copy out so the pool space returns at once.
+              if (st.into)
+                std::memcpy(st.dest.data, block->data(), desc.len);
+              else
+                st.buffer.assign(block->data(), block->data() + desc.len);
+              finish(self);
+            },
+            [=](caf::error&) { fall_back(self, path_reason::get_failed); });
+        st.ctx.engine.wake();
+      },
+      [=](caf::error&) { fall_back(self, path_reason::pool_exhausted); });
 }
 
 void on_acquired(consumer_ptr self, const std::string& body) {
   auto& st = self->state;
+  if (st.done)
+    return;
   auto resp = decode<rv_acquire_response>(body);
   if (!resp)
     return fail(self, resp.error());
+  if (resp->rdma) {
+    if (!st.offered) // e.g. a second descriptor after the fallback
+      return fail(self, make_error(errc::protocol_violation,
+                                   "owner answered RDMA to an acquire "
+                                   "without an offer"));
+    return on_rdma(self, *resp->rdma);
+  }
   if (!resp->ready)
-    return fail(self, make_error(errc::protocol_violation,
-                                 "owner answered RDMA to an acquire "
-                                 "without an offer"));
+    return fail(self, make_error(errc::protocol_violation, "empty acquire answer"));
   st.ready = *resp->ready;
   st.have_lease = true;
   if (auto err = check_ready(self, st.ready))
@@ -164,31 +283,46 @@ void on_acquired(consumer_ptr self, const std::string& body) {
   pump(self);
 }
 
-rv_acquire_request make_acquire(consumer_ptr self) {
+/// The offer from the three local facts: a registry, the kill switch off,
+/// the owner registered on UCX. A fallback acquire offers nothing.
+rv_acquire_request make_acquire(consumer_ptr self, bool allow_offer) {
   auto& st = self->state;
   rv_acquire_request req;
   req.handle = st.handle;
-  if (auto* m = st.ctx.metrics) {
-    // The offer comes from local facts only; without a registry there is none.
-    if (!st.ctx.cfg.rdma_configured)
-      m->paths->count(transfer_path::chunked, path_reason::not_configured);
-    else if (!st.ctx.cfg.rdma_enabled)
-      m->paths->count(transfer_path::chunked, path_reason::kill_switch);
+  st.offered = false;
+  if (!allow_offer)
+    return req;
+  const auto& cfg = st.ctx.cfg;
+  if (!cfg.rdma_configured || !st.ctx.engine)
+    count_path(self, transfer_path::chunked, path_reason::not_configured);
+  else if (!cfg.rdma_enabled)
+    count_path(self, transfer_path::chunked, path_reason::kill_switch);
+  else if (!st.ucx_peer)
+    count_path(self, transfer_path::chunked, path_reason::no_offer);
+  else {
+    req.rdma = rdma_offer{{"ucx"}};
+    st.offered = true;
   }
   return req;
 }
 
-void on_owner(consumer_ptr self, caf::actor owner) {
+void acquire(consumer_ptr self, bool allow_offer) {
+  auto& st = self->state;
+  self
+    ->request(st.owner, st.ctx.cfg.request_timeout, rv_acquire_atom::value,
+              encode(make_acquire(self, allow_offer)))
+    .then([=](std::string& body) { on_acquired(self, body); },
+          [=](caf::error& err) { fail(self, std::move(err)); });
+}
+
+void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {
   auto& st = self->state;
   if (st.done)
     return;
   st.owner = caf::actor_cast<owner_actor>(owner);
+  st.ucx_peer = ucx_peer;
   self->monitor(owner);
-  self
-    ->request(st.owner, st.ctx.cfg.request_timeout, rv_acquire_atom::value,
-              encode(make_acquire(self)))
-    .then([=](std::string& body) { on_acquired(self, body); },
-          [=](caf::error& err) { fail(self, std::move(err)); });
+  acquire(self, true);
 }
 
 void start(consumer_ptr self, const data_handle& h) {
@@ -203,13 +337,16 @@ void start(consumer_ptr self, const data_handle& h) {
   self
     ->request(st.ctx.directory, st.ctx.cfg.request_timeout, lookup_atom::value,
               h.owner())
-    .then([=](caf::actor& owner) { on_owner(self, std::move(owner)); },
+    .then([=](caf::actor& owner, bool ucx_peer) {
+            on_owner(self, std::move(owner), ucx_peer);
+          },
           [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
 caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
   self->state.ctx = std::move(ctx);
   return {
+    [=](tick_atom) { renew_tick(self); },
     [=](get_atom, const data_handle& h) {
       self->state.rp = self->make_response_promise();
       start(self, h);

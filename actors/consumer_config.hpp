@@ -9,6 +9,8 @@ namespace ferry {
 struct consumer_config {
   // Bound on every request to an owner (acquire, each pull, detach, ...).
   std::chrono::milliseconds request_timeout{10000};
+  // Bound on one GET (the lease renewals keep the owner's side alive).
+  std::chrono::milliseconds transfer_timeout{300000};
   // Chunk pulls kept in flight per transfer.
   uint32_t pull_window = 8;
   // staged_payload_max: the largest payload this node takes (0: no limit).

@@ -27,7 +27,7 @@ void call_owner(service_ptr self, Promise rp, const data_handle& h, Atom atom,
   auto timeout = self->state.ctx.cfg.request_timeout;
   self->request(self->state.ctx.directory, timeout, lookup_atom::value, h.owner())
     .then(
-      [=](caf::actor& owner) mutable {
+      [=](caf::actor& owner, bool) mutable {
         auto typed = caf::actor_cast<owner_actor>(owner);
         self->request(typed, timeout, atom, encode(req))
           .then([=](std::string& body) mutable { on_body(rp, body); },

@@ -1,6 +1,8 @@
 #include "actors/gateway.hpp"
 
 #include <map>
+#include <set>
+#include <algorithm>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -19,6 +21,7 @@ namespace {
 struct gateway_state {
   gateway_params params;
   std::map<uint64_t, peer_hello> peers;
+  std::set<uint64_t> ucx_peers; // registered on the UCX engine
   // Shared with the exit functor, which may run after the state is gone.
   std::shared_ptr<std::vector<caf::actor>> workers
     = std::make_shared<std::vector<caf::actor>>();
@@ -43,6 +46,16 @@ void add_peer(gateway_ptr self, const peer_hello& peer) {
     spdlog::info("peer {:016x} joined ({}:{}, incarnation {:016x})",
                  peer.worker_id, peer.host, peer.port, peer.incarnation);
   self->monitor(peer.gateway);
+  const auto& engine = self->state.params.engine;
+  auto has_ucx = std::find(peer.capabilities.begin(), peer.capabilities.end(),
+                           "ucx")
+                 != peer.capabilities.end();
+  if (engine && has_ucx && !peer.ucx_address.empty()) {
+    caf::anon_send(engine.actor(), ucx_peer_atom::value, peer.worker_id,
+                   peer.ucx_address);
+    engine.wake();
+    self->state.ucx_peers.insert(peer.worker_id);
+  }
 }
 
 nlohmann::json describe_peer(const peer_hello& p) {
@@ -60,6 +73,7 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
     for (auto i = peers.begin(); i != peers.end(); ++i) {
       if (i->second.gateway.address() == dm.source) {
         spdlog::warn("peer {:016x} left ({})", i->first, to_string(dm.reason));
+        self->state.ucx_peers.erase(i->first);
         peers.erase(i);
         return;
       }
@@ -78,16 +92,16 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       add_peer(self, peer);
       return caf::ok_atom::value;
     },
-    [=](lookup_atom, uint64_t worker_id) -> caf::result<caf::actor> {
+    [=](lookup_atom, uint64_t worker_id) -> caf::result<caf::actor, bool> {
       const auto& node = *self->state.params.node;
       if (worker_id == node.worker_id)
-        return caf::actor_cast<caf::actor>(node.owner);
+        return {caf::actor_cast<caf::actor>(node.owner), false};
       auto i = self->state.peers.find(worker_id);
       if (i == self->state.peers.end())
         return make_error(errc::unknown_owner,
                           "worker " + std::to_string(worker_id)
                             + " is not a known peer of this node");
-      return i->second.owner;
+      return {i->second.owner, self->state.ucx_peers.count(worker_id) > 0};
     },
     [=](spawn_atom, const std::string& name,
         const caf::message& args) -> caf::result<caf::actor> {
@@ -104,7 +118,15 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       return *worker;
     },
     [=](adopt_atom, const data_handle& h,
-        const std::string&) -> caf::result<data_handle> {
+        const std::string& options) -> caf::result<data_handle> {
+      bool pinned = false;
+      try {
+        auto j = nlohmann::json::parse(options);
+        pinned = j.is_object() && j.value("pinned", false);
+      } catch (const std::exception& e) {
+        return make_error(errc::malformed_body,
+                          std::string{"adopt options: "} + e.what());
+      }
       auto rp = self->make_response_promise<data_handle>();
       const auto& node = *self->state.params.node;
       auto consumer = node.consumer;
@@ -112,10 +134,13 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       self->request(consumer, caf::infinite, get_atom::value, h)
         .then(
           [=](byte_buffer& bytes, uint64_t lease) mutable {
-            self
-              ->request(owner, caf::infinite, register_atom::value,
-                        std::move(bytes), uint64_t{0})
-              .then(
+            auto staged = pinned ? self->request(owner, caf::infinite,
+                                                 register_pinned_atom::value,
+                                                 std::move(bytes), uint64_t{0})
+                                 : self->request(owner, caf::infinite,
+                                                 register_atom::value,
+                                                 std::move(bytes), uint64_t{0});
+            staged.then(
                 [=](data_handle& copy) mutable {
                   rp.deliver(copy);
                   self->request(consumer, caf::infinite, release_atom::value, h,

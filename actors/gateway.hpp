@@ -14,6 +14,7 @@
 
 #include "actors/gateway_interface.hpp"
 #include "actors/node_context.hpp"
+#include "actors/ucx_engine.hpp"
 
 namespace ferry {
 
@@ -21,6 +22,7 @@ struct gateway_params {
   peer_hello identity;                        // this node; actor fields unset
   std::shared_ptr<const node_context> node;   // filled before the node publishes
   worker_registry workers;
+  ucx_engine_ref engine; // peers with a UCX address are registered here
   // The port the node listens on, known only once it has published.
   std::shared_ptr<std::atomic<uint16_t>> port
     = std::make_shared<std::atomic<uint16_t>>(0);

@@ -20,8 +20,9 @@ using gateway_actor = caf::typed_actor<
   caf::replies_to<hello_atom, peer_hello>::with<peer_hello>,
   // Local: record the hello a peer answered after this node connected out.
   caf::replies_to<add_peer_atom, peer_hello>::with<caf::ok_atom>,
-  // The owner actor of a worker id (this node's own or a peer's).
-  caf::replies_to<lookup_atom, uint64_t>::with<caf::actor>,
+  // The owner actor of a worker id (this node's own or a peer's), and
+  // whether that peer is registered on this node's UCX engine.
+  caf::replies_to<lookup_atom, uint64_t>::with<caf::actor, bool>,
   // Spawns a registered worker type on this node.
   caf::replies_to<spawn_atom, std::string, caf::message>::with<caf::actor>,
   // Pulls a payload from its owner and stages a copy here; the second

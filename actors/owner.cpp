@@ -1,5 +1,8 @@
 #include "actors/owner.hpp"
 
+#include <algorithm>
+#include <cstring>
+#include <optional>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -13,8 +16,10 @@
 #include "actors/lease_reaper.hpp"
 #include "actors/owner_metrics.hpp"
 #include "actors/path_metrics.hpp"
+#include "actors/rdma_metrics.hpp"
 #include "actors/slot_store.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
 
 namespace ferry {
@@ -26,6 +31,9 @@ struct owner_state {
   slot_store store;
   owner_config cfg;
   owner_metrics* metrics = nullptr;
+  owner_rdma_links rdma;
+  int64_t reported_holds = 0; // RDMA leases the engine was told about
+  bool draining = false;
   lease_reaper_actor reaper;
   std::vector<caf::typed_response_promise<byte_buffer>> stalled; // test hook
   static inline const char* name = "ferry.owner";
@@ -54,28 +62,127 @@ void arm_reaper_if_needed(owner_ptr self) {
 
 void count_path(owner_ptr self, path_reason reason) {
   if (self->state.metrics)
-    self->state.metrics->paths->count(transfer_path::chunked, reason);
+    self->state.metrics->paths->count(reason == path_reason::ok
+                                        ? transfer_path::rdma
+                                        : transfer_path::chunked,
+                                      reason);
 }
 
-/// The path decision for a chunked-only store: the first check that fails
-/// names the reason (the spec's order: offer, registry, kill switch, ...).
-path_reason chunked_reason(owner_ptr self, const rv_acquire_request& req) {
+/// Tells the engine how many descriptors are out, so it progresses the
+/// worker for emulated GETs while any is.
+void sync_holds(owner_ptr self) {
+  auto& st = self->state;
+  auto now_out = static_cast<int64_t>(st.store.rdma_leases());
+  if (now_out == st.reported_holds || !st.rdma.engine)
+    return;
+  caf::anon_send(st.rdma.engine.actor(), ucx_hold_atom::value,
+                 now_out - st.reported_holds);
+  st.rdma.engine.wake();
+  st.reported_holds = now_out;
+}
+
+bool offers_ucx(const rv_acquire_request& req) {
+  for (auto& b : req.rdma->backends)
+    if (b == "ucx")
+      return true;
+  return false;
+}
+
+/// The path decision: the first failing check names the reason, in the
+/// spec's order (offer, registry, kill switch, pinned, size, backend,
+/// draining). The descriptor check (8) happens when it is encoded.
+path_reason path_for(owner_ptr self, const rv_acquire_request& req,
+                     const pinned_ptr& block, uint64_t total_len) {
+  const auto& cfg = self->state.cfg;
   if (!req.rdma)
     return path_reason::no_offer;
-  if (!self->state.cfg.rdma_configured)
+  if (!cfg.rdma_configured)
     return path_reason::not_configured;
-  if (!self->state.cfg.rdma_enabled)
+  if (!cfg.rdma_enabled)
     return path_reason::kill_switch;
-  return path_reason::not_pinned;
+  if (!block)
+    return path_reason::not_pinned;
+  if (total_len < cfg.rdma_min_bytes)
+    return path_reason::below_min;
+  if (!offers_ucx(req))
+    return path_reason::no_offer;
+  if (self->state.draining)
+    return path_reason::draining;
+  return path_reason::ok;
+}
+
+/// Test hook: corrupts an encoded descriptor the way a broken owner would.
+void apply_descriptor_fault(const std::string& fault, std::vector<uint8_t>& d) {
+  if (fault == "unknown_backend")
+    d[0] = 0x7f;
+  else if (fault == "truncated")
+    d.resize(d.size() - 1);
+  else if (fault == "trailing_byte")
+    d.push_back(0);
+  else if (fault == "lying_key_length" && d.size() > 28)
+    d[27] = static_cast<uint8_t>(d[27] + 1); // rkey_len one too large
+}
+
+/// Builds the RDMA answer, or nullopt when the descriptor does not encode.
+std::optional<rv_acquire_response>
+grant_rdma(owner_ptr self, const data_handle& h) {
+  auto& st = self->state;
+  auto grant = st.store.acquire_rdma(h, now(self), st.cfg.lease_timeout);
+  if (!grant || !grant->block)
+    return std::nullopt;
+  rdma_descriptor d;
+  d.generation = grant->block->generation();
+  d.addr = grant->block->address();
+  d.len = grant->total_len;
+  d.rkey = grant->block->rkey();
+  auto bytes = encode_descriptor(d);
+  if (bytes.empty()) {
+    st.store.detach(h, grant->lease_id);
+    return std::nullopt;
+  }
+#ifdef FERRY_TEST_HOOKS
+  if (!st.cfg.test_descriptor_fault.empty())
+    apply_descriptor_fault(st.cfg.test_descriptor_fault, bytes);
+#endif
+  rv_acquire_response resp;
+  resp.rdma = rv_rdma_grant{grant->lease_id, std::move(bytes),
+                            static_cast<uint64_t>(st.cfg.lease_timeout.count()),
+                            grant->total_len};
+  return resp;
+}
+
+/// The reaper ticks for chunked deadlines and TTLs (sweep_period) and, with
+/// an RDMA path, every half lease timeout (10 ms floor).
+std::chrono::milliseconds reaper_period(const owner_config& cfg) {
+  auto period = cfg.sweep_period;
+  if (cfg.rdma_configured)
+    period = std::min(period, std::max(std::chrono::milliseconds{10},
+                                       cfg.lease_timeout / 2));
+  return period;
+}
+
+/// Stages bytes in plain memory.
+data_handle stage_plain(owner_ptr self, byte_buffer bytes, uint64_t ttl_ms) {
+  std::optional<slot_store::duration> ttl;
+  if (ttl_ms > 0)
+    ttl = std::chrono::milliseconds{ttl_ms};
+  auto h = self->state.store.register_data(std::move(bytes), now(self), ttl);
+  arm_reaper_if_needed(self);
+  update_gauges(self);
+  return h;
 }
 
 owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
-                                 owner_config cfg, owner_metrics* metrics) {
+                                 owner_config cfg, owner_metrics* metrics,
+                                 owner_rdma_links rdma) {
   self->state.store = slot_store{worker_id, cfg.chunk_size};
   self->state.cfg = cfg;
   self->state.metrics = metrics;
+  self->state.rdma = rdma;
+  if (!rdma.pool)
+    self->state.cfg.rdma_configured = false;
   self->state.reaper = spawn_lease_reaper(self->system(), self,
-                                          cfg.sweep_period);
+                                          reaper_period(self->state.cfg));
   self->link_to(self->state.reaper);
   return {
     [=](rv_metadata_atom, const std::string& body) -> caf::result<std::string> {
@@ -91,12 +198,27 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       auto req = decode<rv_acquire_request>(body);
       if (!req)
         return req.error();
+      auto block = self->state.store.pinned_block_of(req->handle);
+      if (!block)
+        return block.error();
+      auto total = self->state.store.metadata(req->handle)->total_len;
+      auto reason = path_for(self, *req, *block, total);
+      if (reason == path_reason::ok) {
+        if (auto resp = grant_rdma(self, req->handle)) {
+          count_path(self, path_reason::ok);
+          arm_reaper_if_needed(self);
+          sync_holds(self);
+          update_gauges(self);
+          return encode(*resp);
+        }
+        reason = path_reason::not_pinned; // check 8: the staging is gone
+      }
       auto lease_deadline = std::chrono::milliseconds{req->lease_ms};
       auto ready = self->state.store.acquire(req->handle, now(self),
                                              lease_deadline);
       if (!ready)
         return ready.error();
-      count_path(self, chunked_reason(self, *req));
+      count_path(self, reason);
       arm_reaper_if_needed(self);
       update_gauges(self);
       rv_acquire_response resp;
@@ -139,6 +261,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
         return req.error();
       if (auto err = self->state.store.detach(req->handle, req->lease_id))
         return err;
+      sync_holds(self);
       update_gauges(self);
       return std::string{"{}"};
     },
@@ -149,6 +272,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       auto resp = self->state.store.release(req->handle, req->lease_id);
       if (!resp)
         return resp.error();
+      sync_holds(self);
       update_gauges(self);
       return encode(*resp);
     },
@@ -163,13 +287,43 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return std::string{"{}"};
     },
     [=](register_atom, byte_buffer& bytes, uint64_t ttl_ms) -> data_handle {
-      std::optional<slot_store::duration> ttl;
-      if (ttl_ms > 0)
-        ttl = std::chrono::milliseconds{ttl_ms};
-      auto h = self->state.store.register_data(std::move(bytes), now(self), ttl);
-      arm_reaper_if_needed(self);
-      update_gauges(self);
-      return h;
+      return stage_plain(self, std::move(bytes), ttl_ms);
+    },
+    [=](register_pinned_atom, byte_buffer& bytes,
+        uint64_t ttl_ms) -> caf::result<data_handle> {
+      const auto& cfg = self->state.cfg;
+      // No UCX, or nothing to GET: plain memory.
+      if (!cfg.rdma_configured || bytes.empty())
+        return stage_plain(self, std::move(bytes), ttl_ms);
+      if (!cfg.rdma_enabled) {
+        count_path(self, path_reason::kill_switch);
+        return stage_plain(self, std::move(bytes), ttl_ms);
+      }
+      auto rp = self->make_response_promise<data_handle>();
+      auto shared = std::make_shared<byte_buffer>(std::move(bytes));
+      self
+        ->request(self->state.rdma.pool, caf::infinite, pool_alloc_atom::value,
+                  static_cast<uint64_t>(shared->size()), true)
+        .then(
+          [=](pinned_ptr& block) mutable {
+            std::memcpy(block->data(), shared->data(), shared->size());
+            std::optional<slot_store::duration> ttl;
+            if (ttl_ms > 0)
+              ttl = std::chrono::milliseconds{ttl_ms};
+            auto h = self->state.store.register_pinned(std::move(block),
+                                                       shared->size(), now(self),
+                                                       ttl);
+            arm_reaper_if_needed(self);
+            update_gauges(self);
+            rp.deliver(h);
+          },
+          [=](caf::error& err) mutable {
+            count_path(self, is(err, errc::budget_exhausted)
+                               ? path_reason::budget
+                               : path_reason::pool_exhausted);
+            rp.deliver(stage_plain(self, std::move(*shared), ttl_ms));
+          });
+      return rp;
     },
     [=](sweep_atom) -> bool {
       auto result = self->state.store.sweep(now(self));
@@ -177,6 +331,9 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
         m->leases_expired->Increment(static_cast<double>(result.leases_expired));
         m->slots_expired->Increment(static_cast<double>(result.slots_expired));
       }
+      if (auto* r = self->state.rdma.metrics)
+        r->leases_reaped->Increment(static_cast<double>(result.rdma_leases_reaped));
+      sync_holds(self);
       update_gauges(self);
       return self->state.store.has_deadlines();
     },
@@ -194,8 +351,9 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
 } // namespace
 
 owner_actor spawn_owner(caf::actor_system& sys, uint64_t worker_id,
-                        owner_config cfg, owner_metrics* metrics) {
-  return sys.spawn(owner, worker_id, cfg, metrics);
+                        owner_config cfg, owner_metrics* metrics,
+                        owner_rdma_links rdma) {
+  return sys.spawn(owner, worker_id, cfg, metrics, rdma);
 }
 
 } // namespace ferry

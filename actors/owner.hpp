@@ -7,26 +7,43 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include <caf/fwd.hpp>
 
+#include "actors/arena_pool_actor.hpp"
 #include "actors/owner_interface.hpp"
+#include "actors/ucx_engine.hpp"
 
 namespace ferry {
 
 struct owner_metrics;
+struct rdma_metrics;
+
+/// What the owner's RDMA path uses; all empty on a node without UCX.
+struct owner_rdma_links {
+  arena_pool_actor pool;
+  ucx_engine_ref engine;
+  rdma_metrics* metrics = nullptr;
+};
 
 struct owner_config {
   uint64_t chunk_size = 512 * 1024;                 // DEFAULT_CHUNK_SIZE
   std::chrono::milliseconds sweep_period{100};      // chunked leases and TTLs
   bool rdma_configured = false;                     // an RDMA registry exists
   bool rdma_enabled = true;                         // the kill switch is off
+  uint64_t rdma_min_bytes = 64 * 1024;              // smaller pinned slots answer chunked
+  std::chrono::milliseconds lease_timeout{30000};   // RDMA lease deadline
+  // Test hook: corrupt each descriptor ("unknown_backend", "truncated",
+  // "trailing_byte", "lying_key_length"). Only in FERRY_TEST_HOOKS builds.
+  std::string test_descriptor_fault;
   // Test hook: pulls of this chunk index and later are never answered, so a
   // test can kill the owner mid-transfer. Only honoured in FERRY_TEST_HOOKS builds.
   uint64_t stall_pulls_from = std::numeric_limits<uint64_t>::max();
 };
 
 owner_actor spawn_owner(caf::actor_system& sys, uint64_t worker_id,
-                        owner_config cfg, owner_metrics* metrics);
+                        owner_config cfg, owner_metrics* metrics,
+                        owner_rdma_links rdma = {});
 
 } // namespace ferry

@@ -25,6 +25,9 @@ using owner_actor = caf::typed_actor<
   caf::replies_to<rv_lease_renew_atom, std::string>::with<std::string>,
   // Stages bytes; the second argument is a time-to-live in ms (0: none).
   caf::replies_to<register_atom, byte_buffer, uint64_t>::with<data_handle>,
+  // Stages bytes in registered memory (one copy) when it can, else in plain
+  // memory with the reason counted; never fails.
+  caf::replies_to<register_pinned_atom, byte_buffer, uint64_t>::with<data_handle>,
   // The lease reaper's tick: answers whether deadlines remain.
   caf::replies_to<sweep_atom>::with<bool>,
   // What the owner holds, as JSON.

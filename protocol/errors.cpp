@@ -22,6 +22,10 @@ std::string to_string(errc code) {
     case errc::io_error: return "io_error";
     case errc::invalid_argument: return "invalid_argument";
     case errc::unknown_worker_type: return "unknown_worker_type";
+    case errc::budget_exhausted: return "budget_exhausted";
+    case errc::pool_exhausted: return "pool_exhausted";
+    case errc::get_failed: return "get_failed";
+    case errc::descriptor_refused: return "descriptor_refused";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -27,6 +27,10 @@ enum class errc : uint8_t {
   io_error,            // local file or socket error
   invalid_argument,    // bad input from a user
   unknown_worker_type, // spawn of a worker name nobody registered
+  budget_exhausted,    // the registered-bytes budget is spent
+  pool_exhausted,      // the arena pool cannot give memory
+  get_failed,          // a UCX GET failed
+  descriptor_refused,  // an RDMA descriptor or its key does not decode
 };
 
 /// The CAF error category ferry's codes live in.

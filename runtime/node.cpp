@@ -15,9 +15,15 @@
 #include "actors/owner.hpp"
 #include "actors/owner_metrics.hpp"
 #include "actors/path_metrics.hpp"
+#include "actors/rdma_metrics.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/type_registry.hpp"
 #include "runtime/kill_switch.hpp"
+
+#ifdef FERRY_WITH_UCX
+#  include "rdma/ucx_context.hpp"
+#  include "rdma/ucx_region.hpp"
+#endif
 
 namespace ferry {
 
@@ -74,6 +80,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   paths_ = std::make_unique<path_metrics>(*registry_);
   owner_metrics_ = std::make_unique<owner_metrics>(*registry_, *paths_);
   consumer_metrics_ = std::make_unique<consumer_metrics>(*registry_, *paths_);
+  rdma_metrics_ = std::make_unique<rdma_metrics>(*registry_);
 
   sys_cfg_ = std::make_unique<caf_config>();
   register_protocol_types(*sys_cfg_);
@@ -89,27 +96,75 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   sys_cfg_->set("logger.console", caf::atom("none"));
   sys_ = std::make_unique<caf::actor_system>(*sys_cfg_);
 
+  if (cfg_.ucx)
+    start_ucx();
+
+  auto ocfg = cfg_.owner_config();
+  ocfg.rdma_configured = has_ucx();
   ctx_ = std::make_shared<node_context>();
   ctx_->worker_id = worker_id_;
   ctx_->request_timeout = cfg_.request_timeout();
-  ctx_->owner = spawn_owner(*sys_, worker_id_, cfg_.owner_config(),
-                            owner_metrics_.get());
+  ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),
+                            owner_rdma_links{pool_, engine_, rdma_metrics_.get()});
 
   gateway_params gp;
   gp.identity.worker_id = worker_id_;
   gp.identity.incarnation = incarnation_;
-  gp.identity.capabilities = {"chunked"};
+  gp.identity.capabilities = capabilities();
+  gp.identity.ucx_address = ucx_address_;
   gp.identity.host = cfg_.advertised_host();
   gp.node = ctx_;
   gp.workers = std::move(workers);
+  gp.engine = engine_;
   published_port_ = gp.port;
   gateway_ = spawn_gateway(*sys_, std::move(gp));
 
   consumer_context cc;
   cc.directory = gateway_;
   cc.cfg = cfg_.consumer_config();
+  cc.cfg.rdma_configured = has_ucx();
   cc.metrics = consumer_metrics_.get();
+  cc.pool = pool_;
+  cc.engine = engine_;
+  cc.rdma = rdma_metrics_.get();
   ctx_->consumer = spawn_consumer_service(*sys_, cc);
+}
+
+void node::start_ucx() {
+#ifdef FERRY_WITH_UCX
+  auto ctx = ucx_context::create();
+  if (!ctx) {
+    spdlog::warn("UCX unavailable, the RDMA path is off: {}", ctx.error_message());
+    return;
+  }
+  ucx_ = std::make_shared<const ucx_context>(std::move(*ctx));
+  ucx_engine_start es;
+  es.context = ucx_;
+  es.faults.fail_gets = cfg_.test_fail_gets;
+  es.faults.get_delay = std::chrono::milliseconds{cfg_.test_get_delay_ms};
+  engine_ = spawn_ucx_engine(*sys_, es, ucx_address_);
+  if (!engine_) {
+    ucx_.reset();
+    return;
+  }
+  arena_pool_config pc;
+  pc.initial_arena_bytes = cfg_.initial_arena_bytes;
+  pc.max_arena_bytes = cfg_.max_arena_bytes;
+  pc.dedicated_arena_min = cfg_.dedicated_arena_min;
+  if (cfg_.arena_reclaim_after_ms > 0)
+    pc.reclaim_after = std::chrono::milliseconds{cfg_.arena_reclaim_after_ms};
+  pc.retain_arena_bytes = cfg_.retain_arena_bytes;
+  pool_ = spawn_arena_pool(*sys_, pc, make_ucx_mapper(ucx_),
+                           cfg_.registered_bytes_budget, rdma_metrics_.get());
+  spdlog::debug("UCX transports: {}", ucx_->describe_transports());
+#endif
+}
+
+std::vector<std::string> node::capabilities() const {
+  std::vector<std::string> caps{"chunked"};
+  if (has_ucx())
+    caps.emplace_back("ucx");
+  return caps;
 }
 
 node::~node() {
@@ -164,7 +219,8 @@ caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) 
   peer_hello mine;
   mine.worker_id = worker_id_;
   mine.incarnation = incarnation_;
-  mine.capabilities = {"chunked"};
+  mine.capabilities = capabilities();
+  mine.ucx_address = ucx_address_;
   mine.host = cfg_.advertised_host();
   mine.port = port_;
   mine.gateway = caf::actor_cast<caf::actor>(gateway_);
@@ -196,13 +252,35 @@ void node::stop() {
   stopped_ = true;
   if (port_ != 0)
     sys_->middleman().unpublish(gateway_, port_);
-  caf::anon_send_exit(gateway_, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(ctx_->consumer, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(ctx_->owner, caf::exit_reason::user_shutdown);
+  // Stop in order, each bounded: the front door and the consumers first,
+  // then the owner (its slots return their blocks), then the UCX engine (no
+  // GET runs after it), then the pool, which unmaps what is left.
+  auto stop_and_wait = [&](const caf::actor& a) {
+    if (!a)
+      return;
+    caf::scoped_actor self{*sys_};
+    self->monitor(a);
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+    self->receive([](const caf::down_msg&) {},
+                  caf::after(std::chrono::milliseconds{cfg_.shutdown_timeout_ms})
+                    >> [] { spdlog::warn("an actor did not stop in time"); });
+  };
+  stop_and_wait(caf::actor_cast<caf::actor>(gateway_));
+  stop_and_wait(caf::actor_cast<caf::actor>(ctx_->consumer));
+  stop_and_wait(caf::actor_cast<caf::actor>(ctx_->owner));
+  if (engine_) {
+    caf::anon_send_exit(engine_.actor(), caf::exit_reason::user_shutdown);
+    engine_.wake();
+    stop_and_wait(engine_.actor());
+  }
+  stop_and_wait(caf::actor_cast<caf::actor>(pool_));
   exposer_.reset();
   gateway_ = nullptr;
+  pool_ = nullptr;
+  engine_ = ucx_engine_ref{};
   ctx_.reset();
   sys_.reset();
+  ucx_.reset();
 }
 
 } // namespace ferry

@@ -20,7 +20,9 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
 
+#include "actors/arena_pool_actor.hpp"
 #include "actors/consumer_service.hpp"
+#include "actors/ucx_engine.hpp"
 #include "actors/gateway_interface.hpp"
 #include "actors/node_context.hpp"
 #include "actors/owner_interface.hpp"
@@ -37,6 +39,8 @@ namespace ferry {
 class path_metrics;
 struct owner_metrics;
 struct consumer_metrics;
+struct rdma_metrics;
+class ucx_context;
 
 /// Adds application message types to a node's CAF config (every node of a
 /// cluster must register the same ones).
@@ -76,11 +80,19 @@ public:
   consumer_service_actor consumer() const { return ctx_->consumer; }
   const node_context& context() const { return *ctx_; }
 
+  /// True when this node runs the UCX transport (the RDMA registry).
+  bool has_ucx() const { return static_cast<bool>(engine_); }
+  /// The node's capabilities as told in its hello ("chunked", "ucx").
+  std::vector<std::string> capabilities() const;
+
   prometheus::Registry& metrics_registry() { return *registry_; }
   path_metrics& paths() { return *paths_; }
 
 private:
   struct caf_config;
+
+  void start_ucx();
+  peer_hello hello() const;
 
   node_config cfg_;
   uint64_t worker_id_;
@@ -92,9 +104,14 @@ private:
   std::unique_ptr<path_metrics> paths_;
   std::unique_ptr<owner_metrics> owner_metrics_;
   std::unique_ptr<consumer_metrics> consumer_metrics_;
+  std::unique_ptr<rdma_metrics> rdma_metrics_;
   std::unique_ptr<caf_config> sys_cfg_;
   std::unique_ptr<caf::actor_system> sys_;
   std::shared_ptr<node_context> ctx_;
+  std::shared_ptr<const ucx_context> ucx_;
+  ucx_engine_ref engine_;
+  arena_pool_actor pool_;
+  std::vector<char> ucx_address_;
   gateway_actor gateway_;
   std::shared_ptr<std::atomic<uint16_t>> published_port_;
   std::unique_ptr<prometheus::Exposer> exposer_;

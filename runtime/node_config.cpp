@@ -6,15 +6,19 @@ ferry::owner_config node_config::owner_config() const {
   ferry::owner_config c;
   c.chunk_size = chunk_size;
   c.sweep_period = std::chrono::milliseconds{lease_sweep_ms};
-  c.rdma_configured = false;
+  c.rdma_configured = false; // the node sets it once UCX is up
   c.rdma_enabled = rdma_enabled;
+  c.rdma_min_bytes = rdma_min_bytes;
+  c.lease_timeout = effective_lease_timeout();
   c.stall_pulls_from = test_stall_pulls_from;
+  c.test_descriptor_fault = test_descriptor_fault;
   return c;
 }
 
 ferry::consumer_config node_config::consumer_config() const {
   ferry::consumer_config c;
   c.request_timeout = request_timeout();
+  c.transfer_timeout = transfer_timeout();
   c.pull_window = pull_window == 0 ? 1 : pull_window;
   c.staged_payload_max = staged_payload_max;
   c.rdma_configured = false;

@@ -46,6 +46,7 @@ struct node_config {
   uint64_t lease_sweep_ms = 100;         // chunked lease deadlines and TTLs
 
   // -- RDMA path ---------------------------------------------------------------
+  bool ucx = true;          // add the UCX transport (the RDMA registry) if built
   bool rdma_enabled = true; // the kill switch; FERRY_RDMA_RENDEZVOUS_DISABLE wins
   uint64_t rdma_min_bytes = 64 * KiB;
   uint64_t lease_timeout_ms = 30000; // clamped to at least 1 ms
@@ -66,6 +67,9 @@ struct node_config {
 
   // -- test hooks (honoured only in FERRY_TEST_HOOKS builds) -------------------
   uint64_t test_stall_pulls_from = std::numeric_limits<uint64_t>::max();
+  std::string test_descriptor_fault; // unknown_backend, truncated, trailing_byte, lying_key_length
+  bool test_fail_gets = false;
+  uint64_t test_get_delay_ms = 0;
 
   std::chrono::milliseconds request_timeout() const {
     return std::chrono::milliseconds{request_timeout_ms};

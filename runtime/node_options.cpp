@@ -23,6 +23,11 @@ void add_client_options(CLI::App& app, node_config& cfg) {
   app.add_option("--scheduler-threads", cfg.scheduler_threads,
                  "CAF scheduler threads (0: min(4, cores))")
     ->capture_default_str();
+  app.add_option("--ucx", cfg.ucx, "Add the UCX transport (the RDMA path)")
+    ->capture_default_str();
+  app.add_option("--registered-bytes-budget", cfg.registered_bytes_budget,
+                 "Cap on registered bytes (destination buffers of GETs)")
+    ->capture_default_str();
 }
 
 void add_node_options(CLI::App& app, node_config& cfg) {
@@ -67,8 +72,6 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_option("--max-arena-bytes", cfg.max_arena_bytes)->capture_default_str();
   app.add_option("--dedicated-arena-min", cfg.dedicated_arena_min)
     ->capture_default_str();
-  app.add_option("--registered-bytes-budget", cfg.registered_bytes_budget)
-    ->capture_default_str();
   app.add_option("--arena-reclaim-after-ms", cfg.arena_reclaim_after_ms,
                  "Unmap empty pooled arenas after this long (0: never)")
     ->capture_default_str();
@@ -85,6 +88,15 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_option("--eager-endpoints", cfg.eager_endpoints)->capture_default_str();
   app.add_option("--test-stall-pulls-from", cfg.test_stall_pulls_from,
                  "Test hook: never answer pulls of this chunk index or later")
+    ->group("");
+  app.add_option("--test-descriptor-fault", cfg.test_descriptor_fault,
+                 "Test hook: corrupt each RDMA descriptor")
+    ->group("");
+  app.add_flag("--test-fail-gets", cfg.test_fail_gets,
+               "Test hook: every GET fails")
+    ->group("");
+  app.add_option("--test-get-delay-ms", cfg.test_get_delay_ms,
+                 "Test hook: hold each GET completion this long")
     ->group("");
 }
 

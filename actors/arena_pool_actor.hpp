@@ -1,0 +1,34 @@
+// arena_pool_actor: owns the node's arena pool and registered-bytes budget
+// and lends pinned blocks. It runs detached: mapping an arena can take
+// milliseconds (UCX touches every page over posix), which must not stall the
+// cooperative scheduler. A block returns itself to the pool when its last
+// holder drops it (a pool_free message), so the owner, a consumer or a GET in
+// flight can hold one without knowing the pool.
+// Must never: map from a caller that asked not to (transparent staging).
+#pragma once
+
+#include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
+
+#include "actors/rdma_types.hpp"
+#include "protocol/atoms.hpp"
+#include "rdma/arena_pool.hpp"
+
+namespace ferry {
+
+struct rdma_metrics;
+
+using arena_pool_actor = caf::typed_actor<
+  // A block of at least `bytes`; `may_map` false uses mapped arenas only.
+  // Errors: errc::budget_exhausted, errc::pool_exhausted.
+  caf::replies_to<pool_alloc_atom, uint64_t, bool>::with<pinned_ptr>,
+  caf::reacts_to<pool_free_atom, uint32_t, uint32_t, uint32_t>,
+  caf::reacts_to<tick_atom>,
+  caf::replies_to<stat_atom>::with<std::string>>;
+
+arena_pool_actor spawn_arena_pool(caf::actor_system& sys, arena_pool_config cfg,
+                                  region_mapper mapper, uint64_t budget_bytes,
+                                  rdma_metrics* metrics);
+
+} // namespace ferry

@@ -1,0 +1,26 @@
+// rdma_metrics: the RDMA series of the spec's Metrics table (besides path
+// decisions): GET time, reaped leases, registered bytes, registrations and
+// live regions.
+#pragma once
+
+namespace prometheus {
+class Registry;
+class Counter;
+class Gauge;
+class Histogram;
+} // namespace prometheus
+
+namespace ferry {
+
+struct rdma_metrics {
+  explicit rdma_metrics(prometheus::Registry& registry);
+
+  prometheus::Histogram* get_duration;      // ferry_rendezvous_rdma_get_duration_seconds
+  prometheus::Counter* leases_reaped;       // ferry_rendezvous_rdma_leases_reaped_total
+  prometheus::Gauge* registered_bytes;      // ferry_rdma_registered_bytes
+  prometheus::Counter* arena_registrations; // ferry_rdma_registrations_total{kind="arena"}
+  prometheus::Counter* external_registrations; // ...{kind="external"}
+  prometheus::Gauge* live_regions;          // ferry_rdma_live_regions
+};
+
+} // namespace ferry

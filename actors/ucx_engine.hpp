@@ -1,0 +1,70 @@
+// ucx_engine: the node's one UCX worker and the dedicated thread that owns
+// it (a blocking actor). It keeps the endpoints to peers (by worker id, from
+// their hello), runs GETs and replies when each completes, and keeps the
+// worker progressing while this node's own descriptors are out (an emulated
+// GET over tcp needs the target to progress). Idle, it sleeps on its mailbox;
+// busy, on the worker's event fd (ucp_worker_arm), woken by UCX or by a
+// sender's signal. It never spins.
+//
+// A GET holds its destination block until UCX reports completion, so a
+// caller that gave up never frees granules the NIC may still write.
+// Must never: be called from any thread but its own (except signal()).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+
+#include "actors/rdma_types.hpp"
+
+struct ucp_worker;
+
+namespace ferry {
+
+class ucx_context;
+
+/// Fault hooks for tests (honoured only in FERRY_TEST_HOOKS builds).
+struct ucx_engine_faults {
+  bool fail_gets = false;                    // every GET fails
+  std::chrono::milliseconds get_delay{0};    // hold each completion this long
+};
+
+/// A handle to the engine: the actor plus the worker to signal, so a message
+/// wakes an engine sleeping on the event fd.
+class ucx_engine_ref {
+public:
+  ucx_engine_ref() = default;
+  ucx_engine_ref(caf::actor engine, std::shared_ptr<ucp_worker> worker)
+    : engine_(std::move(engine)), worker_(std::move(worker)) {}
+
+  explicit operator bool() const { return static_cast<bool>(engine_); }
+  const caf::actor& actor() const { return engine_; }
+
+  /// Wakes the engine (thread-safe); call after sending it a message.
+  void wake() const;
+
+private:
+  caf::actor engine_;
+  std::shared_ptr<ucp_worker> worker_;
+};
+
+/// Messages the engine handles:
+///   (ucx_peer_atom, uint64_t worker_id, std::vector<char> address)
+///   (ucx_hold_atom, int64_t delta)        descriptors out on this node
+///   (ucx_get_atom, uint64_t worker_id, uint64_t addr, uint64_t len,
+///    std::vector<uint8_t> rkey, pinned_ptr dest)
+///     -> (uint64_t nanoseconds)  or errc::get_failed
+struct ucx_engine_start {
+  std::shared_ptr<const ucx_context> context;
+  ucx_engine_faults faults;
+};
+
+/// Creates the worker and spawns the engine; empty on failure (logged).
+ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
+                                std::vector<char>& worker_address);
+
+} // namespace ferry
