@@ -82,6 +82,10 @@ public:
 
   /// True when this node runs the UCX transport (the RDMA registry).
   bool has_ucx() const { return static_cast<bool>(engine_); }
+  /// The RDMA actors (empty without UCX).
+  arena_pool_actor arena_pool() const { return pool_; }
+  const ucx_engine_ref& ucx_engine() const { return engine_; }
+
   /// The node's capabilities as told in its hello ("chunked", "ucx").
   std::vector<std::string> capabilities() const;
 

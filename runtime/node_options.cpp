@@ -28,6 +28,12 @@ void add_client_options(CLI::App& app, node_config& cfg) {
   app.add_option("--registered-bytes-budget", cfg.registered_bytes_budget,
                  "Cap on registered bytes (destination buffers of GETs)")
     ->capture_default_str();
+  app.add_option("--test-get-delay-ms", cfg.test_get_delay_ms,
+                 "Test hook: hold each GET completion this long")
+    ->group("");
+  app.add_flag("--test-fail-gets", cfg.test_fail_gets,
+               "Test hook: every GET fails")
+    ->group("");
 }
 
 void add_node_options(CLI::App& app, node_config& cfg) {
@@ -91,12 +97,6 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->group("");
   app.add_option("--test-descriptor-fault", cfg.test_descriptor_fault,
                  "Test hook: corrupt each RDMA descriptor")
-    ->group("");
-  app.add_flag("--test-fail-gets", cfg.test_fail_gets,
-               "Test hook: every GET fails")
-    ->group("");
-  app.add_option("--test-get-delay-ms", cfg.test_get_delay_ms,
-                 "Test hook: hold each GET completion this long")
     ->group("");
 }
 

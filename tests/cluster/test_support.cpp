@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -50,7 +51,7 @@ std::string read_file(const std::string& path) {
 
 /// Starts `ferry args...` with stdout and stderr in files.
 pid_t spawn_ferry(const std::vector<std::string>& args, const std::string& out,
-                  const std::string& err) {
+                  const std::string& err, const std::vector<std::string>& env) {
   std::vector<std::string> argv_s{ferry_bin()};
   argv_s.insert(argv_s.end(), args.begin(), args.end());
   std::vector<char*> argv;
@@ -64,8 +65,24 @@ pid_t spawn_ferry(const std::vector<std::string>& args, const std::string& out,
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
   posix_spawn_file_actions_addopen(&fa, 2, err.c_str(),
                                    O_WRONLY | O_CREAT | O_TRUNC, 0644);
+  std::vector<std::string> env_s;
+  for (char** e = environ; *e != nullptr; ++e)
+    env_s.emplace_back(*e);
+  for (auto& extra : env) {
+    auto name = extra.substr(0, extra.find('=') + 1);
+    env_s.erase(std::remove_if(env_s.begin(), env_s.end(),
+                               [&](const std::string& x) {
+                                 return x.compare(0, name.size(), name) == 0;
+                               }),
+                env_s.end());
+    env_s.push_back(extra);
+  }
+  std::vector<char*> envp;
+  for (auto& e : env_s)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
   pid_t pid = -1;
-  auto rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
+  auto rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
   posix_spawn_file_actions_destroy(&fa);
   if (rc != 0)
     throw std::runtime_error("cannot start " + argv_s[0] + ": " + std::strerror(rc));
@@ -88,13 +105,14 @@ int wait_for(pid_t pid, std::chrono::milliseconds timeout) {
 
 } // namespace
 
-node_process::node_process(std::vector<std::string> extra_args)
+node_process::node_process(std::vector<std::string> extra_args,
+                           std::vector<std::string> env)
   : dir_(temp_dir()) {
   std::vector<std::string> args{"node", "--port", "0", "--bind", "127.0.0.1",
                                 "--ready-file", dir_ + "/ready", "--log-level",
                                 "info"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  pid_ = spawn_ferry(args, dir_ + "/out", dir_ + "/err");
+  pid_ = spawn_ferry(args, dir_ + "/out", dir_ + "/err", env);
   auto deadline = std::chrono::steady_clock::now() + 30s;
   for (;;) {
     std::ifstream ready{dir_ + "/ready"};
@@ -149,10 +167,17 @@ std::string node_process::log() const {
   return read_file(dir_ + "/out") + read_file(dir_ + "/err");
 }
 
-command_result run_ferry(const std::vector<std::string>& args,
-                         std::chrono::seconds timeout) {
+pid_t start_ferry(const std::vector<std::string>& args,
+                  std::vector<std::string> env) {
   auto dir = temp_dir();
-  auto pid = spawn_ferry(args, dir + "/out", dir + "/err");
+  return spawn_ferry(args, dir + "/out", dir + "/err", env);
+}
+
+command_result run_ferry(const std::vector<std::string>& args,
+                         std::chrono::seconds timeout,
+                         std::vector<std::string> env) {
+  auto dir = temp_dir();
+  auto pid = spawn_ferry(args, dir + "/out", dir + "/err", env);
   auto status = wait_for(pid, timeout);
   if (status == -1) {
     ::kill(pid, SIGKILL);

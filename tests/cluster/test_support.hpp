@@ -24,7 +24,9 @@ std::string ferry_bin();
 /// A `ferry node` in its own process, on 127.0.0.1 and a free port.
 class node_process {
 public:
-  explicit node_process(std::vector<std::string> extra_args = {});
+  /// `env` entries ("NAME=value") are added to this process's environment.
+  explicit node_process(std::vector<std::string> extra_args = {},
+                        std::vector<std::string> env = {});
   ~node_process();
 
   node_process(const node_process&) = delete;
@@ -61,7 +63,12 @@ struct command_result {
 
 /// Runs `ferry args...` to completion (bounded by `timeout`).
 command_result run_ferry(const std::vector<std::string>& args,
-                         std::chrono::seconds timeout = std::chrono::seconds{120});
+                         std::chrono::seconds timeout = std::chrono::seconds{120},
+                         std::vector<std::string> env = {});
+
+/// Starts `ferry args...` without waiting (for tests that kill it).
+pid_t start_ferry(const std::vector<std::string>& args,
+                  std::vector<std::string> env = {});
 
 /// GET http://127.0.0.1:port/metrics.
 std::string scrape_metrics(uint16_t port);

@@ -1,0 +1,435 @@
+// The RDMA path between real processes, over UCX_TLS=tcp and over shared
+// memory: the path taken (scraped from the owner's HTTP endpoint and read
+// from this node's registry), every refusal reason, the kill switch on each
+// side, fallbacks from fault hooks, leases under a dead or slow consumer.
+#include <gtest/gtest.h>
+
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/path_metrics.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/rdma_descriptor.hpp"
+#include "protocol/rv_messages.hpp"
+#include "runtime/blocking_client.hpp"
+#include "runtime/checksum.hpp"
+#include "runtime/node.hpp"
+#include "tests/cluster/test_support.hpp"
+
+using namespace ferry;
+using namespace std::chrono_literals;
+using test::node_process;
+
+namespace {
+
+constexpr uint64_t MiB_ = 1024 * 1024;
+
+/// UCX transports under test: what UCX_TLS is set to in every process.
+std::string tls_of(const std::string& name) {
+  return name == "tcp" ? "tcp,self" : "sm,self";
+}
+
+std::string series(const char* path, const char* reason) {
+  return std::string{"ferry_rendezvous_rdma_path_total{path=\""} + path
+         + "\",reason=\"" + reason + "\"}";
+}
+
+/// One `ferry node` owner process and one in-process consumer node, both on
+/// the transport under test.
+struct Rdma : ::testing::TestWithParam<std::string> {
+  void SetUp() override {
+    setenv("UCX_TLS", tls_of(GetParam()).c_str(), 1);
+    setenv("UCX_NET_DEVICES", "lo", 1);
+  }
+
+  void start(std::vector<std::string> owner_args = {},
+             std::vector<std::string> owner_env = {},
+             node_config local_cfg = consumer_config()) {
+    owner_args.push_back("--metrics-port");
+    owner_args.push_back("0");
+    owner_env.push_back("UCX_TLS=" + tls_of(GetParam()));
+    owner = std::make_unique<node_process>(owner_args, owner_env);
+    local = std::make_unique<node>(local_cfg);
+    ASSERT_FALSE(local->start());
+    auto hello = local->connect(owner->endpoint());
+    ASSERT_TRUE(hello) << describe(hello.error());
+    owner_hello = *hello;
+    client = std::make_unique<blocking_client>(*local);
+  }
+
+  static node_config consumer_config() {
+    node_config c;
+    c.listen = false;
+    c.request_timeout_ms = 30000;
+    return c;
+  }
+
+  /// Stages bytes on the owner process (pinned or plain) through adopt.
+  data_handle stage(const byte_buffer& bytes, bool pinned = true) {
+    auto mine = client->register_data(bytes);
+    EXPECT_TRUE(mine);
+    auto h = client->adopt(caf::actor_cast<gateway_actor>(owner_hello.gateway),
+                           *mine, pinned);
+    EXPECT_TRUE(h) << describe(h.error());
+    return *h;
+  }
+
+  /// Gets `h`, checks the bytes, releases.
+  void get_and_check(const data_handle& h, const byte_buffer& want) {
+    auto got = client->get(h);
+    ASSERT_TRUE(got) << describe(got.error());
+    EXPECT_EQ(got->bytes.size(), want.size());
+    EXPECT_EQ(checksum64(got->bytes.data(), got->bytes.size()),
+              checksum64(want.data(), want.size()));
+    ASSERT_TRUE(client->release(h, got->lease_id));
+  }
+
+  double owner_count(const char* path, const char* reason) {
+    auto v = test::series_value(test::scrape_metrics(owner->metrics_port()),
+                                series(path, reason));
+    return v < 0 ? 0 : v;
+  }
+
+  double local_count(transfer_path path, path_reason reason) {
+    return local->paths().value(path, reason);
+  }
+
+  nlohmann::json owner_stat() {
+    auto text = client->stat(caf::actor_cast<gateway_actor>(owner_hello.gateway));
+    EXPECT_TRUE(text);
+    return nlohmann::json::parse(*text);
+  }
+
+  std::unique_ptr<node_process> owner;
+  std::unique_ptr<node> local;
+  std::unique_ptr<blocking_client> client;
+  peer_hello owner_hello;
+};
+
+/// A raw _rv_acquire to the owner process.
+caf::expected<rv_acquire_response> raw_acquire(node& n, const peer_hello& owner,
+                                               const rv_acquire_request& req) {
+  caf::scoped_actor self{n.system()};
+  caf::expected<rv_acquire_response> result = make_error(errc::timeout);
+  self
+    ->request(caf::actor_cast<owner_actor>(owner.owner), 10s,
+              rv_acquire_atom::value, encode(req))
+    .receive(
+      [&](std::string& body) {
+        auto r = decode<rv_acquire_response>(body);
+        if (r)
+          result = *r;
+        else
+          result = r.error();
+      },
+      [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+} // namespace
+
+INSTANTIATE_TEST_SUITE_P(Transports, Rdma, ::testing::Values("tcp", "sm"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(Rdma, PinnedSlotTakesTheRdmaPath) {
+  start();
+  ASSERT_TRUE(local->has_ucx());
+  for (auto n : {size_t{64 * 1024}, size_t{4 * MiB_ + 3}, size_t{16 * MiB_}}) {
+    auto bytes = test::payload(n, n);
+    auto h = stage(bytes);
+    get_and_check(h, bytes);
+  }
+  EXPECT_EQ(owner_count("rdma", "ok"), 3);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 3);
+  EXPECT_EQ(test::registry_value(local->metrics_registry(),
+                                 "ferry_rendezvous_chunks_pulled_total"),
+            // only the adopt pulls went by chunks (the owner pulled from us)
+            0);
+  EXPECT_EQ(owner_stat()["owner"]["slots"], 0);
+  auto text = test::scrape_metrics(owner->metrics_port());
+  EXPECT_GT(test::series_value(text, "ferry_rdma_registered_bytes"), 0);
+  EXPECT_GE(test::series_value(text, R"(ferry_rdma_registrations_total{kind="arena"})"), 1);
+}
+
+TEST_P(Rdma, GetIntoACallerBufferOverRdma) {
+  start();
+  auto bytes = test::payload(3 * MiB_);
+  auto h = stage(bytes);
+  byte_buffer dest(bytes.size());
+  auto r = client->get_into(h, dest.data(), dest.size());
+  ASSERT_TRUE(r) << describe(r.error());
+  EXPECT_EQ(dest, bytes);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 1);
+  ASSERT_TRUE(client->release(h, r->second));
+}
+
+TEST_P(Rdma, RefusalReasonsAreCountedOnTheOwner) {
+  start();
+  auto big = test::payload(1 * MiB_);
+  // not_pinned: a plain slot.
+  auto plain = stage(big, false);
+  get_and_check(plain, big);
+  EXPECT_EQ(owner_count("chunked", "not_pinned"), 1);
+  // below_min: a pinned slot under 64 KiB.
+  auto small = test::payload(4096);
+  auto tiny = stage(small);
+  get_and_check(tiny, small);
+  EXPECT_EQ(owner_count("chunked", "below_min"), 1);
+  // no_offer: an old consumer (no rdma field) reads a pinned slot by chunks.
+  auto pinned = stage(big);
+  rv_acquire_request old_consumer;
+  old_consumer.handle = pinned;
+  auto r = raw_acquire(*local, owner_hello, old_consumer);
+  ASSERT_TRUE(r) << describe(r.error());
+  ASSERT_TRUE(r->ready);
+  EXPECT_EQ(r->ready->total_len, big.size());
+  EXPECT_EQ(owner_count("chunked", "no_offer"), 1);
+  ASSERT_FALSE(client->detach(pinned, r->ready->lease_id));
+  // no_offer: an offer for a backend this owner does not serve.
+  rv_acquire_request verbs;
+  verbs.handle = pinned;
+  verbs.rdma = rdma_offer{{"verbs"}};
+  r = raw_acquire(*local, owner_hello, verbs);
+  ASSERT_TRUE(r && r->ready);
+  EXPECT_EQ(owner_count("chunked", "no_offer"), 2);
+  ASSERT_FALSE(client->detach(pinned, r->ready->lease_id));
+  get_and_check(pinned, big);
+  EXPECT_EQ(owner_count("rdma", "ok"), 1);
+}
+
+TEST_P(Rdma, OwnerWithoutUcxCountsNotConfigured) {
+  start({"--ucx", "false"});
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big); // pinned asked, plain given: no UCX there
+  EXPECT_EQ(owner_stat()["capabilities"].size(), 1u);
+  // (Both roles count into the series: the owner process's own consumer
+  // counted its offer decision during the adopt. Compare deltas.)
+  auto before = owner_count("chunked", "not_configured");
+  rv_acquire_request req;
+  req.handle = h;
+  req.rdma = rdma_offer{{"ucx"}};
+  auto r = raw_acquire(*local, owner_hello, req);
+  ASSERT_TRUE(r && r->ready);
+  EXPECT_EQ(owner_count("chunked", "not_configured"), before + 1);
+  ASSERT_FALSE(client->detach(h, r->ready->lease_id));
+  // Our consumer sees a peer without UCX and offers nothing.
+  auto local_before = local_count(transfer_path::chunked, path_reason::no_offer);
+  get_and_check(h, big);
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::no_offer),
+            local_before + 1);
+}
+
+TEST_P(Rdma, KillSwitchOnTheOwnerAloneTurnsThePathOff) {
+  start({}, {"FERRY_RDMA_RENDEZVOUS_DISABLE=yes"});
+  auto big = test::payload(1 * MiB_);
+  // The owner process counts kill_switch as a consumer (its adopt pull
+  // offers nothing), at staging (pinned falls back to plain) and at each
+  // acquire.
+  auto h = stage(big);
+  EXPECT_EQ(owner_count("chunked", "kill_switch"), 2);
+  get_and_check(h, big);
+  EXPECT_EQ(owner_count("chunked", "kill_switch"), 3);
+  EXPECT_EQ(owner_count("rdma", "ok"), 0);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 0);
+}
+
+TEST_P(Rdma, KillSwitchOnTheConsumerAloneTurnsThePathOff) {
+  setenv("FERRY_RDMA_RENDEZVOUS_DISABLE", "ON", 1);
+  start();
+  unsetenv("FERRY_RDMA_RENDEZVOUS_DISABLE");
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big);
+  auto before = local_count(transfer_path::chunked, path_reason::kill_switch);
+  get_and_check(h, big);
+  // Our consumer offered nothing (kill_switch); the owner saw no offer.
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::kill_switch),
+            before + 1);
+  EXPECT_EQ(owner_count("chunked", "no_offer"), 1);
+  EXPECT_EQ(owner_count("rdma", "ok"), 0);
+}
+
+TEST_P(Rdma, SpentBudgetStagesInPlainMemory) {
+  start({"--registered-bytes-budget", "0"});
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big);
+  EXPECT_EQ(owner_count("chunked", "budget"), 1);
+  get_and_check(h, big);
+  EXPECT_EQ(owner_count("chunked", "not_pinned"), 1);
+}
+
+TEST_P(Rdma, NoDestinationBufferFallsBackOnce) {
+  auto cfg = consumer_config();
+  cfg.registered_bytes_budget = 4096;
+  start({}, {}, cfg);
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big);
+  get_and_check(h, big);
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::pool_exhausted), 1);
+  EXPECT_EQ(owner_count("rdma", "ok"), 1);
+  EXPECT_EQ(owner_count("chunked", "no_offer"), 1); // the fallback acquire
+}
+
+TEST_P(Rdma, FailedGetFallsBackOnce) {
+  auto cfg = consumer_config();
+  cfg.test_fail_gets = true;
+  start({}, {}, cfg);
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big);
+  get_and_check(h, big);
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::get_failed), 1);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 0);
+  EXPECT_EQ(owner_count("chunked", "no_offer"), 1);
+  EXPECT_EQ(owner_stat()["owner"]["leases"], 0);
+}
+
+class RdmaFault : public Rdma {};
+
+INSTANTIATE_TEST_SUITE_P(
+  Faults, RdmaFault,
+  ::testing::Values("unknown_backend", "truncated", "trailing_byte",
+                    "lying_key_length"),
+  [](const auto& info) { return info.param; });
+
+TEST_P(RdmaFault, BrokenDescriptorFallsBackExactlyOnce) {
+  setenv("UCX_TLS", "sm,self", 1);
+  setenv("UCX_NET_DEVICES", "lo", 1);
+  owner = std::make_unique<node_process>(
+    std::vector<std::string>{"--metrics-port", "0", "--test-descriptor-fault",
+                             GetParam()},
+    std::vector<std::string>{"UCX_TLS=sm,self"});
+  local = std::make_unique<node>(consumer_config());
+  ASSERT_FALSE(local->start());
+  owner_hello = *local->connect(owner->endpoint());
+  client = std::make_unique<blocking_client>(*local);
+  auto big = test::payload(1 * MiB_ + 5);
+  auto h = stage(big);
+  get_and_check(h, big);
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::decode_error), 1);
+  EXPECT_EQ(owner_count("rdma", "ok"), 1);       // one descriptor sent
+  EXPECT_EQ(owner_count("chunked", "no_offer"), 1); // one fallback acquire
+  EXPECT_EQ(owner_stat()["owner"]["leases"], 0);
+}
+
+TEST_P(Rdma, SlowGetSurvivesSeveralDeadlinesByRenewal) {
+  auto cfg = consumer_config();
+  cfg.test_get_delay_ms = 1000; // five deadlines
+  start({"--lease-timeout-ms", "200"}, {}, cfg);
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big);
+  get_and_check(h, big);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 1);
+  auto text = test::scrape_metrics(owner->metrics_port());
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_rdma_leases_reaped_total"), 0);
+}
+
+TEST_P(Rdma, ConsumerKilledMidGetIsReapedByTheOwner) {
+  start({"--lease-timeout-ms", "200"});
+  auto big = test::payload(2 * MiB_);
+  auto h = stage(big);
+  // A `ferry get` whose GET completes only after 30 s: it holds the lease by
+  // renewals until we kill it.
+  auto pid = test::start_ferry({"get", "--node", owner->endpoint(), "--handle",
+                                to_string(h), "-o", "/dev/null",
+                                "--test-get-delay-ms", "30000"},
+                               {"UCX_TLS=" + tls_of(GetParam())});
+  bool granted = false;
+  for (int i = 0; i < 500 && !granted; ++i) {
+    granted = owner_count("rdma", "ok") == 1;
+    if (!granted)
+      std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(granted);
+  std::this_thread::sleep_for(600ms); // three deadlines, kept alive by renewals
+  EXPECT_EQ(owner_stat()["owner"]["leases"], 1);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  // Reaped between one and one and a half deadlines after the last renewal.
+  double reaped = 0;
+  for (int i = 0; i < 200 && reaped < 1; ++i) {
+    std::this_thread::sleep_for(20ms);
+    reaped = test::series_value(test::scrape_metrics(owner->metrics_port()),
+                                "ferry_rendezvous_rdma_leases_reaped_total");
+  }
+  EXPECT_EQ(reaped, 1);
+  auto stat = owner_stat();
+  EXPECT_EQ(stat["owner"]["leases"], 0);
+  // A force-release drops the lease's reference too: the slot is freed.
+  EXPECT_EQ(stat["owner"]["slots"], 0);
+}
+
+TEST_P(Rdma, ADroppedCallerKeepsItsDestinationReservedUntilTheGetCompletes) {
+  auto cfg = consumer_config();
+  cfg.test_get_delay_ms = 800;
+  start({}, {}, cfg);
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big);
+  rv_acquire_request req;
+  req.handle = h;
+  req.rdma = rdma_offer{{"ucx"}};
+  auto r = raw_acquire(*local, owner_hello, req);
+  ASSERT_TRUE(r && r->rdma);
+  auto d = decode_descriptor(r->rdma->descriptor.data(), r->rdma->descriptor.size());
+  ASSERT_TRUE(d);
+  caf::scoped_actor self{local->system()};
+  auto pool_blocks = [&] {
+    uint64_t n = 0;
+    self->request(local->arena_pool(), 5s, stat_atom::value)
+      .receive([&](std::string& s) { n = nlohmann::json::parse(s)["blocks"]; },
+               [](caf::error&) {});
+    return n;
+  };
+  pinned_ptr dest;
+  self->request(local->arena_pool(), 5s, pool_alloc_atom::value, d.descriptor->len, true)
+    .receive([&](pinned_ptr& b) { dest = b; }, [](caf::error&) {});
+  ASSERT_TRUE(dest);
+  // The caller gives up after 50 ms and drops its reference to the block.
+  bool gave_up = false;
+  self
+    ->request(local->ucx_engine().actor(), 50ms, ucx_get_atom::value,
+              owner_hello.worker_id, d.descriptor->addr, d.descriptor->len, d.descriptor->rkey, dest)
+    .receive([](uint64_t) {}, [&](caf::error&) { gave_up = true; });
+  local->ucx_engine().wake();
+  ASSERT_TRUE(gave_up);
+  auto* raw = dest.get();
+  dest.reset();
+  EXPECT_EQ(pool_blocks(), 1u); // still lent to the GET
+  bool freed = false;
+  for (int i = 0; i < 200 && !freed; ++i) {
+    std::this_thread::sleep_for(20ms);
+    freed = pool_blocks() == 0;
+  }
+  EXPECT_TRUE(freed);
+  (void) raw;
+  ASSERT_FALSE(client->detach(h, r->rdma->lease_id));
+}
+
+TEST(RdmaCli, PinnedPutAndGetTakeTheRdmaPathOverSharedMemory) {
+  std::vector<std::string> env{"UCX_TLS=sm,self", "UCX_NET_DEVICES=lo"};
+  node_process n{{"--metrics-port", "0"}, env};
+  auto dir = test::temp_dir();
+  auto bytes = test::payload(64 * MiB_);
+  {
+    std::ofstream out{dir + "/in", std::ios::binary};
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+  auto put = test::run_ferry({"put", "--pinned", "--node", n.endpoint(), dir + "/in"},
+                             std::chrono::seconds{120}, env);
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  auto handle = put.out.substr(0, put.out.find('\n'));
+  auto get = test::run_ferry({"get", "--node", n.endpoint(), "--handle", handle,
+                              "-o", dir + "/out"},
+                             std::chrono::seconds{120}, env);
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  std::ifstream in{dir + "/out", std::ios::binary};
+  byte_buffer back{std::istreambuf_iterator<char>{in}, {}};
+  EXPECT_EQ(checksum64(back.data(), back.size()), checksum64(bytes.data(), bytes.size()));
+  auto text = test::scrape_metrics(n.metrics_port());
+  EXPECT_EQ(test::series_value(text, series("rdma", "ok")), 1) << text;
+}
