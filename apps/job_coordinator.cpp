@@ -198,7 +198,7 @@ int run_job(const job_options& opts, node_config cfg) {
     p.expected = sort_shard(sorted);
     p.sorted_checksum = checksum64(sorted.data(), sorted.size());
     p.worker = s % workers.size();
-    auto h = client.register_data(std::move(bytes));
+    auto h = client.register_data_pinned(std::move(bytes));
     if (!h) {
       std::fprintf(stderr, "ferry job: staging failed: %s\n",
                    describe(h.error()).c_str());
@@ -243,9 +243,13 @@ int run_job(const job_options& opts, node_config cfg) {
   auto input_bytes = shard_bytes * shard_count;
   auto moved = input_bytes + outcome.result_bytes;
   auto& paths = n.paths();
-  auto chunked_owner = paths.value(transfer_path::chunked, path_reason::no_offer);
-  auto chunked_consumer
-    = paths.value(transfer_path::chunked, path_reason::not_configured);
+  // Path decisions on this node, both roles (owner: inputs; consumer: results).
+  double chunked = 0;
+  for (auto r : {path_reason::no_offer, path_reason::not_configured,
+                 path_reason::kill_switch, path_reason::not_pinned,
+                 path_reason::below_min, path_reason::decode_error,
+                 path_reason::pool_exhausted, path_reason::get_failed})
+    chunked += paths.value(transfer_path::chunked, r);
   auto rdma_ok = paths.value(transfer_path::rdma, path_reason::ok);
   std::printf("\n[job] summary\n"
               "  nodes               %zu\n"
@@ -254,12 +258,12 @@ int run_job(const job_options& opts, node_config cfg) {
               "%.1f MiB back)\n"
               "  time                %.2f s\n"
               "  throughput          %.1f MiB/s\n"
-              "  paths (this node)   chunked: %.0f as owner, %.0f as consumer; "
-              "rdma: %.0f\n"
+              "  path decisions      rdma ok: %.0f, chunked: %.0f (this node, "
+              "owner and consumer)\n"
               "  result              %s\n",
               workers.size(), static_cast<size_t>(outcome.verified), plan.size(),
               mib(moved), mib(input_bytes), mib(outcome.result_bytes), secs,
-              mib(moved) / secs, chunked_owner, chunked_consumer, rdma_ok,
+              mib(moved) / secs, rdma_ok, chunked,
               outcome.failure.empty() ? "OK" : outcome.failure.c_str());
   std::fflush(stdout);
   if (!opts.summary_json.empty()) {
@@ -268,6 +272,8 @@ int run_job(const job_options& opts, node_config cfg) {
                      {"verified", outcome.verified},
                      {"bytes_moved", moved},
                      {"seconds", secs},
+                     {"rdma_ok", rdma_ok},
+                     {"chunked", chunked},
                      {"ok", outcome.failure.empty()},
                      {"failure", outcome.failure}};
     std::ofstream{opts.summary_json} << j.dump(2) << "\n";

@@ -28,7 +28,7 @@ caf::behavior sort_worker(caf::event_based_actor* self, node_context ctx) {
                     });
             auto stats = sort_shard(bytes);
             self
-              ->request(ctx.owner, caf::infinite, register_atom::value,
+              ->request(ctx.owner, caf::infinite, register_pinned_atom::value,
                         std::move(bytes), uint64_t{0})
               .then(
                 [=](data_handle& sorted) mutable {

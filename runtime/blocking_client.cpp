@@ -27,6 +27,19 @@ blocking_client::register_data(byte_buffer bytes, std::chrono::milliseconds ttl)
   return result;
 }
 
+caf::expected<data_handle>
+blocking_client::register_data_pinned(byte_buffer bytes,
+                                      std::chrono::milliseconds ttl) {
+  caf::scoped_actor self{node_->system()};
+  caf::expected<data_handle> result = make_error(errc::timeout);
+  self
+    ->request(node_->owner(), caf::infinite, register_pinned_atom::value,
+              std::move(bytes), static_cast<uint64_t>(ttl.count()))
+    .receive([&](data_handle& h) { result = h; },
+             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
 caf::expected<get_result> blocking_client::get(const data_handle& h) {
   caf::scoped_actor self{node_->system()};
   caf::expected<get_result> result = make_error(errc::timeout);

@@ -34,6 +34,13 @@ public:
   register_data(byte_buffer bytes,
                 std::chrono::milliseconds ttl = std::chrono::milliseconds{0});
 
+  /// Stages bytes in registered memory (the RDMA path) when the node can,
+  /// else in plain memory with the reason counted. Never fails for lack of
+  /// registered memory.
+  caf::expected<data_handle>
+  register_data_pinned(byte_buffer bytes,
+                       std::chrono::milliseconds ttl = std::chrono::milliseconds{0});
+
   /// Pulls the payload and holds a lease: end it with detach or release.
   caf::expected<get_result> get(const data_handle& h);
 
