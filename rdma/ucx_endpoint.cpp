@@ -40,6 +40,12 @@ void on_endpoint_error(void* arg, ucp_ep_h, ucs_status_t status) {
 
 } // namespace
 
+ucx_rkey_holder::~ucx_rkey_holder() {
+  if (key != nullptr && !leak_on_release)
+    ucp_rkey_destroy(key);
+  // `worker` is released after this body: the key went first.
+}
+
 ucx_result<ucx_endpoint> ucx_endpoint::connect(ucx_worker& worker, const void* address,
                                                std::size_t size,
                                                const ucx_endpoint_config& cfg) {
@@ -122,10 +128,10 @@ ucx_result<ucx_remote_key> ucx_endpoint::unpack_rkey(const std::uint8_t* data,
   if (s != UCS_OK)
     return make_ucx_error("ucp_ep_rkey_unpack", s);
   ucx_remote_key key;
-  // The deleter keeps the worker alive: the key lives in its memory pool.
-  key.key_ = std::shared_ptr<ucp_rkey>(raw, [w = st_->worker](ucp_rkey_h k) {
-    ucp_rkey_destroy(k);
-  });
+  // The holder keeps the worker alive: the key lives in its memory pool.
+  key.key_ = std::make_shared<ucx_rkey_holder>();
+  key.key_->key = raw;
+  key.key_->worker = st_->worker;
   key.owner_ = st_;
   return key;
 }

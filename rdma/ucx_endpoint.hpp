@@ -8,11 +8,14 @@
 // a short or corrupt blob), or block without a bound when closing.
 //
 // Error handling mode. `none` (the default) keeps every transport, shared
-// memory included, but UCX then reports no peer failure: a request to a
-// dead peer over shared memory never completes, and a close cannot be
-// forced. `peer` makes UCX 1.13 drop the shared-memory transports for the
-// endpoint (everything goes over tcp) in exchange for error reports and
-// forced close. Ferry uses `none` and bounds every wait itself (see ucx_get).
+// memory included, but UCX then reports no peer failure: a GET in flight to
+// a dead or stalled peer never completes (measured over tcp and over
+// posix/sysv), and a close cannot be forced. `peer` makes UCX 1.13 drop the
+// shared-memory transports (over tcp everything still works; with no tcp in
+// UCX_TLS connect() fails) in exchange for failure reports (the GET fails
+// at once) and forced close. Under `none` every wait here is bounded by
+// ferry itself, and a GET that UCX will not end is reported `abandoned`
+// (see ucx_get.hpp).
 //
 // Trust: the worker address given to connect() is read by UCX without a
 // length, exactly like a packed key; it must come from ferry's own control
@@ -47,11 +50,26 @@ struct ucx_endpoint_config {
   std::chrono::milliseconds close_limit{1000};
 };
 
-/// An unpacked remote key (ucp_rkey_h), usable only with the endpoint that
-/// unpacked it. Destroyed with ucp_rkey_destroy once neither this object nor
-/// a GET still in flight uses it.
+/// The unpacked ucp_rkey_h and the worker whose memory pool holds it
+/// (internal; shared between a key and the GETs using it).
+struct ucx_rkey_holder {
+  ucp_rkey_h key = nullptr;
+  ucx_worker_ptr worker;
+  /// Set when UCX may still read the key after every owner let go (a GET
+  /// that could not be stopped): the key is then never destroyed, only
+  /// reclaimed with its worker. Never set otherwise.
+  bool leak_on_release = false;
+  ucx_rkey_holder() = default;
+  ucx_rkey_holder(const ucx_rkey_holder&) = delete;
+  ucx_rkey_holder& operator=(const ucx_rkey_holder&) = delete;
+  ~ucx_rkey_holder(); // ucp_rkey_destroy, then lets go of the worker
+};
+
 class ucx_endpoint;
 
+/// An unpacked remote key, usable only with the endpoint that unpacked it.
+/// Destroyed with ucp_rkey_destroy once neither this object nor a GET in
+/// flight uses it.
 class ucx_remote_key {
 public:
   ucx_remote_key() = default;
@@ -60,16 +78,16 @@ public:
   ucx_remote_key(const ucx_remote_key&) = delete;
   ucx_remote_key& operator=(const ucx_remote_key&) = delete;
 
-  ucp_rkey_h native() const noexcept { return key_.get(); }
+  ucp_rkey_h native() const noexcept { return key_ ? key_->key : nullptr; }
   /// Shared by GETs in flight, so the key outlives them.
-  const std::shared_ptr<ucp_rkey>& shared_native() const noexcept { return key_; }
+  const std::shared_ptr<ucx_rkey_holder>& shared_native() const noexcept { return key_; }
   /// True when `ep` is the (still existing) endpoint that unpacked it.
   bool belongs_to(const ucx_endpoint& ep) const noexcept;
   bool empty() const noexcept { return key_ == nullptr; }
 
 private:
   friend class ucx_endpoint;
-  std::shared_ptr<ucp_rkey> key_;
+  std::shared_ptr<ucx_rkey_holder> key_;
   std::weak_ptr<void> owner_; // the endpoint's internal state
 };
 

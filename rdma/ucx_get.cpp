@@ -102,11 +102,10 @@ void ucx_get_request::release() noexcept {
     }
     ucp_request_free(req_); // a running request is freed by UCX when it ends
     req_ = nullptr;
-    if (s == UCS_INPROGRESS) {
-      // UCX may still use the key for this request (a transport that queued
-      // it reads the key when it resumes). Keep the key, and with it the
-      // worker, alive for good: a leak is the safer failure.
-      (void) new std::shared_ptr<ucp_rkey>(std::move(key_));
+    if (s == UCS_INPROGRESS && key_) {
+      // UCX may still read the key for this request (a queued send resumes
+      // through it). Never destroy it; it goes with the worker's memory.
+      key_->leak_on_release = true;
     }
   }
   key_.reset();

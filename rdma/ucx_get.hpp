@@ -7,12 +7,17 @@
 //
 // Why a timed-out GET can stay unfinished. UCX 1.13's ucp_request_cancel
 // cancels only tag receives: an RMA request is left running. In `none`
-// error mode (the one that keeps shared memory) a GET to a dead or stalled
-// peer is never failed by UCX, and the endpoint cannot be force-closed. So
-// on timeout the request is cancelled (effective on later UCX versions) and
-// the worker is progressed for a short grace; if it still runs, the result
-// is `abandoned`: the destination stays lent to UCX until the request
-// handle reports it finished, or the handle and the worker are both gone.
+// error mode (the one that keeps shared memory) UCX never fails a GET to a
+// dead or stalled peer — measured over tcp and over posix/sysv, even after
+// the endpoint is closed — and the endpoint cannot be force-closed. So on
+// timeout the request is cancelled (effective on later UCX versions) and the
+// worker is progressed for a short grace; if it still runs, the result is
+// `abandoned`: the destination stays lent to UCX until the request handle
+// reports it finished, or until the worker is destroyed (which ends every
+// request on it). Recovering an abandoned destination for sure therefore
+// means dropping the handle and then the worker with all made on it.
+// UCX-allocated memory over posix/sysv is read one-sided and is unaffected:
+// those GETs complete whatever the owner does (even after it died).
 #pragma once
 
 #include <chrono>
@@ -55,10 +60,10 @@ public:
   ucx_get_request(const ucx_get_request&) = delete;
   ucx_get_request& operator=(const ucx_get_request&) = delete;
   /// If still running: cancel and progress up to ucx_get_cancel_grace. If it
-  /// runs even then, the request is handed to UCX (ucp_request_free) and
-  /// the remote key, with its worker, is leaked on purpose (UCX may still
-  /// read the key); the destination may then be written by any later
-  /// progress of that worker. Keep the handle instead when you can.
+  /// runs even then, the request is handed to UCX (ucp_request_free) and its
+  /// remote key is never destroyed (UCX may still read it; the worker
+  /// reclaims it). The destination may then be written by any later
+  /// progress of the worker, until the worker is destroyed.
   ~ucx_get_request();
 
   /// UCX still owns the destination.
@@ -81,7 +86,7 @@ private:
 
   void* req_ = nullptr;
   ucx_worker_ptr worker_;
-  std::shared_ptr<ucp_rkey> key_;
+  std::shared_ptr<ucx_rkey_holder> key_;
 };
 
 struct ucx_get_result {

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 namespace ferry {
 
@@ -98,6 +99,17 @@ ucx_result<ucx_memory> ucx_memory::finish(const ucx_context& context, void* ptr,
                               + " bytes, bound is " + std::to_string(limit));
   out.pages_ = pages;
   return out;
+}
+
+std::size_t ucx_memory::page_bytes() const noexcept {
+  if (effective_size_ == 0)
+    return 0;
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::uintptr_t p = page > 0 ? static_cast<std::uintptr_t>(page) : 4096;
+  const auto first = reinterpret_cast<std::uintptr_t>(effective_base_);
+  const std::uintptr_t begin = first / p * p;
+  const std::uintptr_t end = (first + effective_size_ + p - 1) / p * p;
+  return static_cast<std::size_t>(end - begin);
 }
 
 ucx_memory::ucx_memory(ucx_memory&& other) noexcept

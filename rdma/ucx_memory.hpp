@@ -55,11 +55,15 @@ public:
     return static_cast<std::uint64_t>(reinterpret_cast<std::uintptr_t>(base_));
   }
 
-  /// What UCX reports as registered (ucp_mem_query); at least [data, size),
-  /// possibly rounded out to whole pages. Registered means remotely
-  /// accessible, so this is the range a key holder can touch.
+  /// What UCX reports as registered (ucp_mem_query); at least [data, size).
+  /// Registered means remotely accessible: a key holder can touch it.
+  /// On UCX 1.13 that is exactly [data, size) for map_existing and the
+  /// page-rounded allocation for UCP_MEM_MAP_ALLOCATE.
   void* effective_base() const noexcept { return effective_base_; }
   std::size_t effective_size() const noexcept { return effective_size_; }
+  /// The effective range widened to whole pages: what registration pins,
+  /// and what a registered-bytes budget should count.
+  std::size_t page_bytes() const noexcept;
 
   /// Packed remote key (ucp_rkey_pack), never longer than the map bound.
   const std::vector<std::uint8_t>& rkey() const noexcept { return rkey_; }

@@ -11,6 +11,10 @@ add_library(ferry_ucx STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ucx_get.cpp)
 target_include_directories(ferry_ucx PUBLIC ${PROJECT_SOURCE_DIR})
 target_link_libraries(ferry_ucx PUBLIC ucx::ucp ucx::ucs)
+# UCM (no imported target in UCX's CMake files): apply_ucx_defaults sets its
+# memory-event switch directly, since UCM reads its variables at load time.
+find_library(FERRY_UCM_LIBRARY ucm REQUIRED)
+target_link_libraries(ferry_ucx PRIVATE ${FERRY_UCM_LIBRARY})
 
 # The packed-rkey pre-parse (rdma/rkey_preparse.*) gates every unpack. It
 # belongs to ferry_rdma_core; until that library exists, compile it here.

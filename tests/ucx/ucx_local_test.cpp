@@ -2,11 +2,13 @@
 // maps and the key bound, the worker's sleeping wait and its signal, and the
 // packed-key gate in front of ucp_ep_rkey_unpack.
 #include <gtest/gtest.h>
+#include <ucm/api/ucm.h>
 
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <thread>
+#include <unistd.h>
 #include <vector>
 
 #include "rdma/rkey_preparse.hpp"
@@ -54,14 +56,20 @@ struct loopback {
 
 TEST(UcxEnv, DefaultsFillOnlyUnsetVariables) {
   ::setenv("UCX_RCACHE_ENABLE", "y", 1);
-  ::unsetenv("UCX_MEM_EVENTS");
   apply_ucx_defaults();
-  EXPECT_STREQ(std::getenv("UCX_RCACHE_ENABLE"), "y");
-  ASSERT_NE(std::getenv("UCX_MEM_EVENTS"), nullptr);
-  EXPECT_STREQ(std::getenv("UCX_MEM_EVENTS"), "n");
+  EXPECT_STREQ(std::getenv("UCX_RCACHE_ENABLE"), "y"); // the user's value wins
   ::unsetenv("UCX_RCACHE_ENABLE");
   apply_ucx_defaults();
   EXPECT_STREQ(std::getenv("UCX_RCACHE_ENABLE"), "n");
+}
+
+TEST(UcxEnv, MemoryEventsOffUnlessChosen) {
+  if (std::getenv("UCX_MEM_EVENTS") != nullptr)
+    GTEST_SKIP() << "UCX_MEM_EVENTS set by the user: UCX honours it";
+  apply_ucx_defaults();
+  EXPECT_EQ(ucm_global_opts.enable_events, 0);
+  // Not exported: UCM would ignore it now and UCX would warn about it.
+  EXPECT_EQ(std::getenv("UCX_MEM_EVENTS"), nullptr);
 }
 
 TEST(UcxContext, ReportsTcpOnly) {
@@ -171,6 +179,14 @@ TEST(UcxMemory, MapExistingLeavesCallerMemoryAlone) {
     ASSERT_TRUE(m) << m.error_message();
     EXPECT_EQ(m->data(), buf.data());
     EXPECT_FALSE(m->allocated_by_ucx());
+    // Not page-aligned: UCX reports the exact range, pages are counted here.
+    auto inner = ucx_memory::map_existing(*ctx, buf.data() + 5, 5000);
+    ASSERT_TRUE(inner) << inner.error_message();
+    EXPECT_EQ(inner->effective_size(), 5000u);
+    const std::size_t page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
+    EXPECT_EQ(inner->page_bytes() % page, 0u);
+    EXPECT_GE(inner->page_bytes(), 5000u);
+    EXPECT_LE(inner->page_bytes(), 5000u + 2 * page);
     ucx_memory moved = std::move(*m); // moving keeps one registration
     EXPECT_EQ(moved.data(), buf.data());
     EXPECT_EQ(m->native(), nullptr);

@@ -1,5 +1,7 @@
 #include "tests/ucx/ucx_test_support.hpp"
 
+#include <gtest/gtest.h>
+
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -255,10 +257,13 @@ int run_child(int fd, std::size_t region_bytes) {
   return 0;
 }
 
-// Entry point of the exec'd child: runs before gtest's main and never
-// returns into it.
-struct child_entry {
-  child_entry() {
+// Entry point of the exec'd child: gtest's main runs, sets up the global
+// environments (after all static initialisation) and this one never returns
+// into it. The parent strips GTEST_* variables and passes a filter that
+// matches, so gtest always gets this far.
+class child_environment : public ::testing::Environment {
+public:
+  void SetUp() override {
     const char* fd = std::getenv(child_fd_var);
     if (fd == nullptr)
       return;
@@ -267,7 +272,8 @@ struct child_entry {
     std::_Exit(run_child(std::atoi(fd), n));
   }
 };
-const child_entry the_child_entry;
+::testing::Environment* const the_child_environment =
+    ::testing::AddGlobalTestEnvironment(new child_environment);
 
 } // namespace
 
@@ -287,7 +293,7 @@ owner_child::owner_child(const std::string& tls, std::size_t region_bytes) {
   for (char** e = environ; *e != nullptr; ++e) {
     std::string s(*e);
     if (s.rfind("UCX_TLS=", 0) == 0 || s.rfind("UCX_NET_DEVICES=", 0) == 0
-        || s.rfind("FERRY_UCX_TEST_", 0) == 0)
+        || s.rfind("FERRY_UCX_TEST_", 0) == 0 || s.rfind("GTEST_", 0) == 0)
       continue;
     env.push_back(std::move(s));
   }
@@ -300,7 +306,8 @@ owner_child::owner_child(const std::string& tls, std::size_t region_bytes) {
     envp.push_back(s.data());
   envp.push_back(nullptr);
   char arg0[] = "ferry_ucx_test_child";
-  char* argv[] = {arg0, nullptr};
+  char arg1[] = "--gtest_filter=*";
+  char* argv[] = {arg0, arg1, nullptr};
   ::fcntl(sv[0], F_SETFD, FD_CLOEXEC);
   const pid_t parent = ::getpid();
 
@@ -315,6 +322,12 @@ owner_child::owner_child(const std::string& tls, std::size_t region_bytes) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent)
       ::_exit(5);
+    // gtest's banner would mix into the parent's output; stderr stays.
+    int null_fd = ::open("/dev/null", O_WRONLY);
+    if (null_fd >= 0 && null_fd != STDOUT_FILENO) {
+      ::dup2(null_fd, STDOUT_FILENO);
+      ::close(null_fd);
+    }
     ::execve("/proc/self/exe", argv, envp.data());
     ::_exit(6);
   }

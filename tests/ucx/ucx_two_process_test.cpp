@@ -114,10 +114,10 @@ TEST(UcxTwoProcess, PosixPlainRegion) { read_all_sizes("posix,cma,self", false);
 TEST(UcxTwoProcess, PosixUcxAllocatedRegion) { read_all_sizes("posix,cma,self", true); }
 TEST(UcxTwoProcess, SmUcxAllocatedRegion) { read_all_sizes("sm,self", true); }
 
-// Over posix, UCX-allocated memory is read one-sided: the owner is halted
-// (not progressing at all) and the GET still completes with the right bytes.
-TEST(UcxTwoProcess, PosixAllocatedReadsWithoutOwnerProgress) {
-  const std::string tls = "posix,cma,self";
+// Over shared memory, UCX-allocated memory is read one-sided: the owner is
+// halted (not progressing at all) and GETs still complete with the right
+// bytes. posix with UCX_TLS=posix,cma,self; sysv with sm,self.
+void reads_without_owner_progress(const std::string& tls) {
   test::owner_child child(tls, region_bytes);
   ASSERT_TRUE(child.ok()) << child.error();
   const auto& region = child.offer().ucx;
@@ -129,6 +129,27 @@ TEST(UcxTwoProcess, PosixAllocatedReadsWithoutOwnerProgress) {
   EXPECT_TRUE(c.read_and_check(region, 0, 64 * MiB));
   EXPECT_TRUE(c.ep->close());
   EXPECT_TRUE(child.quit());
+}
+
+TEST(UcxTwoProcess, PosixAllocatedReadsWithoutOwnerProgress) {
+  reads_without_owner_progress("posix,cma,self");
+}
+TEST(UcxTwoProcess, SysvAllocatedReadsWithoutOwnerProgress) {
+  reads_without_owner_progress("sm,self");
+}
+
+// The other face of one-sided reads: pages stay readable after the owner
+// died, through a key unpacked before (the consumer's mapping keeps them).
+TEST(UcxTwoProcess, PosixAllocatedStaysReadableAfterOwnerDies) {
+  const std::string tls = "posix,cma,self";
+  test::owner_child child(tls, 4 * MiB);
+  ASSERT_TRUE(child.ok()) << child.error();
+  const auto& region = child.offer().ucx;
+  consumer c(tls, child.offer(), region);
+  ASSERT_TRUE(c.ok()) << c.error;
+  ASSERT_TRUE(c.read_and_check(region, 0, 4096));
+  child.kill_now();
+  EXPECT_TRUE(c.read_and_check(region, 4096, MiB));
 }
 
 // Over tcp the GET is emulated: a halted owner never answers. The GET must
@@ -200,6 +221,59 @@ TEST(UcxTwoProcess, TcpOwnerGoneBeforeConnect) {
   std::cout << "owner gone before connect: " << to_string(r.state) << ": " << r.error
             << "\n";
   EXPECT_FALSE(r.ok());
+}
+
+// Peer error mode over tcp: UCX reports the dead owner, and the GET fails
+// instead of being abandoned.
+TEST(UcxTwoProcess, TcpPeerModeReportsDeadOwner) {
+  const std::string tls = "tcp";
+  test::owner_child child(tls, 4 * MiB);
+  ASSERT_TRUE(child.ok()) << child.error();
+  const auto& region = child.offer().plain;
+  test::set_ucx_env(tls);
+  auto ctx = ucx_context::create();
+  ASSERT_TRUE(ctx) << ctx.error_message();
+  auto w = ucx_worker::create(*ctx);
+  ASSERT_TRUE(w) << w.error_message();
+  ucx_endpoint_config cfg;
+  cfg.error_mode = ucx_error_mode::peer;
+  auto ep = ucx_endpoint::connect(*w, child.offer().worker_address, cfg);
+  ASSERT_TRUE(ep) << ep.error_message();
+  auto key = ep->unpack_rkey(region.rkey);
+  ASSERT_TRUE(key) << key.error_message();
+  std::vector<std::uint8_t> dst(MiB);
+  auto r = get(*w, *ep, *key, region.address, dst.data(), 4096, get_timeout);
+  ASSERT_TRUE(r.ok()) << r.error;
+  EXPECT_EQ(test::checksum(dst.data(), 4096), test::pattern_checksum(region.seed, 0, 4096));
+  child.kill_now();
+  r = get(*w, *ep, *key, region.address, dst.data(), dst.size(), get_timeout);
+  std::cout << "peer mode, dead owner: " << to_string(r.state) << ": " << r.error
+            << " | endpoint failure: " << ucs_status_string(ep->failure()) << "\n";
+  EXPECT_EQ(r.state, ucx_get_state::failed);
+  EXPECT_NE(ep->failure(), UCS_OK);
+  // A failed endpoint refuses further GETs before UCX sees them.
+  r = get(*w, *ep, *key, region.address, dst.data(), 64, get_timeout);
+  EXPECT_EQ(r.state, ucx_get_state::failed);
+  EXPECT_TRUE(ep->close()); // forced in peer mode
+}
+
+// Peer error mode cannot use shared memory on UCX 1.13: with no tcp the
+// endpoint is refused, as a value.
+TEST(UcxTwoProcess, PeerModeWithoutTcpIsRefused) {
+  const std::string tls = "posix,cma,self";
+  test::owner_child child(tls, MiB);
+  ASSERT_TRUE(child.ok()) << child.error();
+  test::set_ucx_env(tls);
+  auto ctx = ucx_context::create();
+  ASSERT_TRUE(ctx) << ctx.error_message();
+  auto w = ucx_worker::create(*ctx);
+  ASSERT_TRUE(w) << w.error_message();
+  ucx_endpoint_config cfg;
+  cfg.error_mode = ucx_error_mode::peer;
+  auto ep = ucx_endpoint::connect(*w, child.offer().worker_address, cfg);
+  EXPECT_FALSE(ep);
+  if (!ep)
+    std::cout << "peer mode over shared memory only: " << ep.error_message() << "\n";
 }
 
 } // namespace
