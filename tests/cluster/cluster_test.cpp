@@ -254,8 +254,9 @@ TEST_F(ClusterLifecycle, PayloadOverTheReceiversLimitIsRefusedBeforeAllocating) 
 }
 
 TEST_F(ClusterChunked, MetricsEndpointCountsTheChunkedPath) {
-  // This fixture's remote has no metrics port; start one that has.
-  node_process scraped{{"--metrics-port", "0"}};
+  // This fixture's remote has no metrics port; start one that has, and no
+  // UCX, so every decision is the chunked path's.
+  node_process scraped{{"--metrics-port", "0", "--ucx", "false"}};
   ASSERT_TRUE(local.connect(scraped.endpoint()));
   auto gw = caf::actor_cast<gateway_actor>(local.connect(scraped.endpoint())->gateway);
   auto mine = client.register_data(test::payload(2 * 512 * 1024 + 1));
