@@ -29,8 +29,12 @@ struct consumer_state {
   data_handle handle;
   owner_actor owner;
   caf::response_promise rp;
-  bool into = false;         // get_into: write to dest, else to buffer
+  // Where the bytes go: a fresh buffer (get), a caller's memory (get_into),
+  // a pool block returned as it is (get_pinned), or a caller's registered
+  // block, GET straight into it (get_into with a pinned writer).
+  enum class mode { buffer, raw, pinned_result, pinned_writer } into = mode::buffer;
   mutable_bytes dest;
+  pinned_ptr block;
   byte_buffer buffer;
   rv_ready ready;
   bool have_lease = false;
@@ -77,16 +81,29 @@ void finish(consumer_ptr self) {
     m->gets_ok->Increment();
     m->bytes_pulled->Increment(static_cast<double>(st.ready.total_len));
   }
-  if (st.into)
-    st.rp.deliver(st.ready.total_len, st.ready.lease_id);
-  else
-    st.rp.deliver(std::move(st.buffer), st.ready.lease_id);
+  switch (st.into) {
+    case consumer_state::mode::buffer:
+      st.rp.deliver(std::move(st.buffer), st.ready.lease_id);
+      break;
+    case consumer_state::mode::pinned_result:
+      st.rp.deliver(std::move(st.block), st.ready.total_len, st.ready.lease_id);
+      break;
+    default:
+      st.rp.deliver(st.ready.total_len, st.ready.lease_id);
+  }
   self->quit();
 }
 
 char* destination(consumer_ptr self) {
   auto& st = self->state;
-  return st.into ? st.dest.data : st.buffer.data();
+  switch (st.into) {
+    case consumer_state::mode::buffer:
+      return st.buffer.data();
+    case consumer_state::mode::raw:
+      return st.dest.data;
+    default:
+      return st.block->data();
+  }
 }
 
 void pump(consumer_ptr self);
@@ -135,11 +152,16 @@ caf::error check_size(consumer_ptr self, uint64_t total_len) {
                       "payload of " + std::to_string(total_len)
                         + " bytes exceeds staged_payload_max of "
                         + std::to_string(limit) + " bytes");
-  if (st.into && total_len > st.dest.size)
+  uint64_t room = total_len;
+  if (st.into == consumer_state::mode::raw)
+    room = st.dest.size;
+  else if (st.into == consumer_state::mode::pinned_writer)
+    room = st.block ? st.block->size() : 0;
+  if (total_len > room)
     return make_error(errc::payload_too_large,
                       "payload of " + std::to_string(total_len)
                         + " bytes does not fit a buffer of "
-                        + std::to_string(st.dest.size) + " bytes");
+                        + std::to_string(room) + " bytes");
   return caf::none;
 }
 
@@ -187,6 +209,55 @@ void renew_tick(consumer_ptr self) {
   self->delayed_send(self, st.renew_period, tick_atom::value);
 }
 
+/// GETs the descriptor's range into `block` on the UCX engine, renewing the
+/// lease while it runs; the engine holds the block until UCX is done with it.
+void run_get(consumer_ptr self, const rv_rdma_grant& grant,
+             const rdma_descriptor& desc, pinned_ptr block) {
+  auto& st = self->state;
+  if (st.done)
+    return;
+  if (grant.lease_timeout_ms > 0) {
+    st.renew_period = std::max(std::chrono::milliseconds{5},
+                               std::chrono::milliseconds{grant.lease_timeout_ms / 2});
+    st.get_running = true;
+    self->delayed_send(self, st.renew_period, tick_atom::value);
+  }
+  self
+    ->request(st.ctx.engine.actor(), st.ctx.cfg.transfer_timeout,
+              ucx_get_atom::value, st.handle.owner(), desc.addr, desc.len,
+              desc.rkey, block)
+    .then(
+      [=](uint64_t nanos) {
+        auto& st = self->state;
+        st.get_running = false;
+        if (st.done)
+          return;
+        if (auto* r = st.ctx.rdma)
+          r->get_duration->Observe(static_cast<double>(nanos) * 1e-9);
+        spdlog::debug("rdma get of {}: {} bytes in {} us", to_string(st.handle),
+                      desc.len, nanos / 1000);
+        count_path(self, transfer_path::rdma, path_reason::ok);
+        // get and get_into copy out, so the pool space returns at once.
+        switch (st.into) {
+          case consumer_state::mode::buffer:
+            resize_for_bulk(st.buffer, desc.len);
+            std::memcpy(st.buffer.data(), block->data(), desc.len);
+            break;
+          case consumer_state::mode::raw:
+            std::memcpy(st.dest.data, block->data(), desc.len);
+            break;
+          case consumer_state::mode::pinned_result:
+            st.block = block;
+            break;
+          case consumer_state::mode::pinned_writer:
+            break; // already in the caller's block
+        }
+        finish(self);
+      },
+      [=](caf::error&) { fall_back(self, path_reason::get_failed); });
+  st.ctx.engine.wake();
+}
+
 void on_rdma(consumer_ptr self, const rv_rdma_grant& grant) {
   auto& st = self->state;
   st.ready = rv_ready{grant.lease_id, 0, 0, 0, grant.total_len};
@@ -201,51 +272,13 @@ void on_rdma(consumer_ptr self, const rv_rdma_grant& grant) {
     return fall_back(self, path_reason::decode_error);
   if (auto err = check_size(self, desc.len))
     return fail(self, std::move(err));
-  auto t_alloc = std::chrono::steady_clock::now();
+  if (st.into == consumer_state::mode::pinned_writer)
+    return run_get(self, grant, desc, st.block); // zero copy
   self
     ->request(st.ctx.pool, st.ctx.cfg.request_timeout, pool_alloc_atom::value,
               desc.len, true)
-    .then(
-      [=](pinned_ptr& block) {
-        auto& st = self->state;
-        if (st.done)
-          return;
-        spdlog::debug("rdma get of {}: destination block in {} us", to_string(st.handle),
-                      std::chrono::duration_cast<std::chrono::microseconds>(
-                        std::chrono::steady_clock::now() - t_alloc).count());
-        if (grant.lease_timeout_ms > 0) {
-          st.renew_period = std::max(std::chrono::milliseconds{5},
-                                     std::chrono::milliseconds{grant.lease_timeout_ms / 2});
-          st.get_running = true;
-          self->delayed_send(self, st.renew_period, tick_atom::value);
-        }
-        auto dest = block;
-        self
-          ->request(st.ctx.engine.actor(), st.ctx.cfg.transfer_timeout,
-                    ucx_get_atom::value, st.handle.owner(), desc.addr, desc.len,
-                    desc.rkey, dest)
-          .then(
-            [=](uint64_t nanos) {
-              auto& st = self->state;
-              st.get_running = false;
-              if (st.done)
-                return;
-              if (auto* r = st.ctx.rdma)
-                r->get_duration->Observe(static_cast<double>(nanos) * 1e-9);
-              spdlog::debug("rdma get of {}: {} bytes in {} us", to_string(st.handle),
-                            desc.len, nanos / 1000);
-              count_path(self, transfer_path::rdma, path_reason::ok);
-              // Copy out so the pool space returns at once.
-              if (st.into)
-                std::memcpy(st.dest.data, block->data(), desc.len);
-              else
-                st.buffer.assign(block->data(), block->data() + desc.len);
-              finish(self);
-            },
-            [=](caf::error&) { fall_back(self, path_reason::get_failed); });
-        st.ctx.engine.wake();
-      },
-      [=](caf::error&) { fall_back(self, path_reason::pool_exhausted); });
+    .then([=](pinned_ptr& block) { run_get(self, grant, desc, std::move(block)); },
+          [=](caf::error&) { fall_back(self, path_reason::pool_exhausted); });
 }
 
 void on_acquired(consumer_ptr self, const std::string& body) {
@@ -268,15 +301,32 @@ void on_acquired(consumer_ptr self, const std::string& body) {
   st.have_lease = true;
   if (auto err = check_ready(self, st.ready))
     return fail(self, std::move(err));
-  if (!st.into) {
+  if (st.into == consumer_state::mode::buffer) {
     try {
-      st.buffer.resize(st.ready.total_len);
+      resize_for_bulk(st.buffer, st.ready.total_len);
     } catch (const std::bad_alloc&) {
       return fail(self, make_error(errc::payload_too_large,
                                    "cannot allocate "
                                      + std::to_string(st.ready.total_len)
                                      + " bytes"));
     }
+  } else if (st.into == consumer_state::mode::pinned_result) {
+    // Same return type on both paths: the chunks land in a pool block.
+    if (!st.ctx.pool)
+      return fail(self, make_error(errc::pool_exhausted,
+                                   "get_pinned needs registered memory (UCX)"));
+    self
+      ->request(st.ctx.pool, st.ctx.cfg.request_timeout, pool_alloc_atom::value,
+                std::max<uint64_t>(1, st.ready.total_len), true)
+      .then(
+        [=](pinned_ptr& block) {
+          self->state.block = std::move(block);
+          if (self->state.ready.chunk_count == 0)
+            return finish(self);
+          pump(self);
+        },
+        [=](caf::error& err) { fail(self, std::move(err)); });
+    return;
   }
   if (st.ready.chunk_count == 0)
     return finish(self);
@@ -354,8 +404,21 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
     },
     [=](get_into_atom, const data_handle& h, mutable_bytes dest) {
       self->state.rp = self->make_response_promise();
-      self->state.into = true;
+      self->state.into = consumer_state::mode::raw;
       self->state.dest = dest;
+      start(self, h);
+      return self->state.rp;
+    },
+    [=](get_into_atom, const data_handle& h, pinned_ptr& writer) {
+      self->state.rp = self->make_response_promise();
+      self->state.into = consumer_state::mode::pinned_writer;
+      self->state.block = std::move(writer);
+      start(self, h);
+      return self->state.rp;
+    },
+    [=](get_pinned_atom, const data_handle& h) {
+      self->state.rp = self->make_response_promise();
+      self->state.into = consumer_state::mode::pinned_result;
       start(self, h);
       return self->state.rp;
     },

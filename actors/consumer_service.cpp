@@ -59,6 +59,36 @@ consumer_service_actor::behavior_type service(service_ptr self,
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
+    [=](get_into_atom, const data_handle& h, pinned_ptr& writer) {
+      auto rp = self->make_response_promise<uint64_t, uint64_t>();
+      auto c = spawn_consumer(self->system(), self->state.ctx);
+      self->request(c, caf::infinite, get_into_atom::value, h, std::move(writer))
+        .then([=](uint64_t n, uint64_t lease) mutable { rp.deliver(n, lease); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](get_pinned_atom, const data_handle& h) {
+      auto rp = self->make_response_promise<pinned_ptr, uint64_t, uint64_t>();
+      auto c = spawn_consumer(self->system(), self->state.ctx);
+      self->request(c, caf::infinite, get_pinned_atom::value, h)
+        .then(
+          [=](pinned_ptr& block, uint64_t size, uint64_t lease) mutable {
+            rp.deliver(std::move(block), size, lease);
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](pool_alloc_atom, uint64_t bytes) -> caf::result<pinned_ptr> {
+      if (!self->state.ctx.pool)
+        return make_error(errc::pool_exhausted,
+                          "no registered memory on this node (no UCX)");
+      auto rp = self->make_response_promise<pinned_ptr>();
+      self->request(self->state.ctx.pool, caf::infinite, pool_alloc_atom::value,
+                    bytes, true)
+        .then([=](pinned_ptr& block) mutable { rp.deliver(std::move(block)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
     [=](metadata_atom, const data_handle& h) {
       auto rp = self->make_response_promise<uint64_t, uint64_t, bool>();
       call_owner(self, rp, h, rv_metadata_atom::value, rv_metadata_request{h},

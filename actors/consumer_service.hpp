@@ -24,6 +24,16 @@ using consumer_service_actor = caf::typed_actor<
   // Bytes written into the caller's buffer and the lease id.
   caf::replies_to<get_into_atom, data_handle, mutable_bytes>::with<uint64_t,
                                                                    uint64_t>,
+  // Into the caller's registered block (a pinned writer): zero copy on RDMA.
+  caf::replies_to<get_into_atom, data_handle, pinned_ptr>::with<uint64_t,
+                                                                uint64_t>,
+  // The bytes in a registered pool block, the same type on both paths.
+  // (block, bytes in it, lease id)
+  caf::replies_to<get_pinned_atom, data_handle>::with<pinned_ptr, uint64_t,
+                                                      uint64_t>,
+  // A registered block of at least `bytes` to pass to get_into (a pinned
+  // writer). Errors: budget_exhausted, pool_exhausted (or no UCX).
+  caf::replies_to<pool_alloc_atom, uint64_t>::with<pinned_ptr>,
   // total_len, refcount, pinned. Takes no lock.
   caf::replies_to<metadata_atom, data_handle>::with<uint64_t, uint64_t, bool>,
   // The refcount after adding one reference.

@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   ferry::app::add_get_command(app);
   ferry::app::add_stat_command(app);
   ferry::app::add_job_command(app);
+  ferry::app::add_bench_command(app);
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -34,6 +34,7 @@ using peers_atom = caf::atom_constant<caf::atom("peers")>;
 // Consumer side, as seen by local callers.
 using get_atom = caf::atom_constant<caf::atom("get")>;
 using get_into_atom = caf::atom_constant<caf::atom("get_into")>;
+using get_pinned_atom = caf::atom_constant<caf::atom("get_pinned")>;
 using metadata_atom = caf::atom_constant<caf::atom("metadata")>;
 using ref_atom = caf::atom_constant<caf::atom("ref")>;
 using detach_atom = caf::atom_constant<caf::atom("detach")>;

@@ -64,6 +64,37 @@ blocking_client::get_into(const data_handle& h, char* dest, size_t size) {
   return result;
 }
 
+caf::expected<pinned_result> blocking_client::get_pinned(const data_handle& h) {
+  caf::scoped_actor self{node_->system()};
+  caf::expected<pinned_result> result = make_error(errc::timeout);
+  self->request(node_->consumer(), caf::infinite, get_pinned_atom::value, h)
+    .receive(
+      [&](pinned_ptr& block, uint64_t size, uint64_t lease) {
+        result = pinned_result{std::move(block), size, lease};
+      },
+      [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+caf::expected<pinned_ptr> blocking_client::alloc_pinned_writer(uint64_t bytes) {
+  caf::scoped_actor self{node_->system()};
+  caf::expected<pinned_ptr> result = make_error(errc::timeout);
+  self->request(node_->consumer(), caf::infinite, pool_alloc_atom::value, bytes)
+    .receive([&](pinned_ptr& block) { result = std::move(block); },
+             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+caf::expected<std::pair<uint64_t, uint64_t>>
+blocking_client::get_into(const data_handle& h, const pinned_ptr& writer) {
+  caf::scoped_actor self{node_->system()};
+  caf::expected<std::pair<uint64_t, uint64_t>> result = make_error(errc::timeout);
+  self->request(node_->consumer(), caf::infinite, get_into_atom::value, h, writer)
+    .receive([&](uint64_t n, uint64_t lease) { result = std::make_pair(n, lease); },
+             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
 caf::expected<rv_metadata_response>
 blocking_client::metadata(const data_handle& h) {
   caf::scoped_actor self{node_->system()};

@@ -12,6 +12,7 @@
 #include <caf/expected.hpp>
 
 #include "actors/gateway_interface.hpp"
+#include "actors/rdma_types.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/rv_messages.hpp"
@@ -22,6 +23,12 @@ class node;
 
 struct get_result {
   byte_buffer bytes;
+  uint64_t lease_id = 0;
+};
+
+struct pinned_result {
+  pinned_ptr block; // registered memory; holds its pool space while alive
+  uint64_t size = 0;
   uint64_t lease_id = 0;
 };
 
@@ -47,6 +54,19 @@ public:
   /// Pulls into [dest, dest + size); answers the bytes written and the lease.
   caf::expected<std::pair<uint64_t, uint64_t>>
   get_into(const data_handle& h, char* dest, size_t size);
+
+  /// Like get, but the bytes stay in a registered pool block (no copy out
+  /// on the RDMA path); the same type on both paths.
+  caf::expected<pinned_result> get_pinned(const data_handle& h);
+
+  /// A registered block of at least `bytes`: a destination for a zero-copy
+  /// get_into (a pinned writer).
+  caf::expected<pinned_ptr> alloc_pinned_writer(uint64_t bytes);
+
+  /// GETs straight into `writer` on the RDMA path; answers the bytes written
+  /// and the lease.
+  caf::expected<std::pair<uint64_t, uint64_t>> get_into(const data_handle& h,
+                                                        const pinned_ptr& writer);
 
   caf::expected<rv_metadata_response> metadata(const data_handle& h);
   caf::expected<uint64_t> ref(const data_handle& h);

@@ -85,11 +85,15 @@ struct ActorFixture : ::testing::Test {
   template <class... Rs, class Dest, class... Ts>
   std::shared_ptr<call_result<Rs...>> start_call(Dest dest, Ts... xs) {
     auto out = std::make_shared<call_result<Rs...>>();
-    sys.spawn([=](caf::event_based_actor* self) {
-      self->request(dest, caf::infinite, xs...)
-        .then([=](Rs&... rs) { out->values = std::make_tuple(rs...); },
-              [=](caf::error& err) { out->error = std::move(err); });
-    });
+    // (An argument, because CAF 0.17 dereferences a null tuple for an
+    // argument-less spawn, which UBSan reports.)
+    sys.spawn(
+      [=](caf::event_based_actor* self, int) {
+        self->request(dest, caf::infinite, xs...)
+          .then([=](Rs&... rs) { out->values = std::make_tuple(rs...); },
+                [=](caf::error& err) { out->error = std::move(err); });
+      },
+      0);
     sched.run();
     return out;
   }

@@ -433,3 +433,41 @@ TEST(RdmaCli, PinnedPutAndGetTakeTheRdmaPathOverSharedMemory) {
   auto text = test::scrape_metrics(n.metrics_port());
   EXPECT_EQ(test::series_value(text, series("rdma", "ok")), 1) << text;
 }
+
+TEST_P(Rdma, GetPinnedHasTheSameTypeOnBothPaths) {
+  start();
+  auto bytes = test::payload(2 * MiB_ + 9);
+  for (bool pinned_slot : {true, false}) {
+    SCOPED_TRACE(pinned_slot ? "rdma" : "chunked");
+    auto h = stage(bytes, pinned_slot);
+    auto r = client->get_pinned(h);
+    ASSERT_TRUE(r) << describe(r.error());
+    ASSERT_TRUE(r->block);
+    EXPECT_EQ(r->size, bytes.size());
+    EXPECT_EQ(checksum64(r->block->data(), r->size), checksum64(bytes.data(), bytes.size()));
+    ASSERT_TRUE(client->release(h, r->lease_id));
+  }
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 1);
+}
+
+TEST_P(Rdma, GetIntoAPinnedWriterIsZeroCopy) {
+  start();
+  auto bytes = test::payload(3 * MiB_ + 1);
+  auto h = stage(bytes);
+  auto writer = client->alloc_pinned_writer(bytes.size());
+  ASSERT_TRUE(writer) << describe(writer.error());
+  auto r = client->get_into(h, *writer);
+  ASSERT_TRUE(r) << describe(r.error());
+  EXPECT_EQ(r->first, bytes.size());
+  EXPECT_EQ(checksum64((*writer)->data(), bytes.size()),
+            checksum64(bytes.data(), bytes.size()));
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 1);
+  ASSERT_TRUE(client->release(h, r->second));
+  // A writer too small is refused before anything moves.
+  auto small = client->alloc_pinned_writer(4096);
+  ASSERT_TRUE(small);
+  auto h2 = stage(bytes);
+  auto refused = client->get_into(h2, *small);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(is(refused.error(), errc::payload_too_large)) << describe(refused.error());
+}

@@ -1,0 +1,51 @@
+// bench_options: what one `ferry bench` run measures and where it reports.
+// Owns: the size lists (full and --quick), repeat counts, output paths and
+// the scenario filter. Plain data, filled by apps/cmd_bench.cpp.
+// Must never: hold anything that runs (processes, nodes, sockets).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ferry::bench {
+
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * KiB;
+
+/// Knobs of the ferry rows, applied to the owner peer and the consumer
+/// nodes alike (0 / "" : ferry's own default).
+struct ferry_knobs {
+  uint64_t chunk_size = 0;
+  uint32_t pull_window = 0;
+  std::string scheduler_policy;
+  size_t scheduler_threads = 0;
+};
+
+struct bench_options {
+  bool quick = false;
+  std::string json_path;            // --json FILE ("" : none)
+  std::string plot_dir;             // --plot DIR ("" : none)
+  std::vector<std::string> only;    // --scenarios: names or prefixes ("" : all)
+  std::vector<uint64_t> sizes;      // payload sizes of every transfer scenario
+  std::vector<uint64_t> concurrency_sizes; // per-consumer sizes, concurrency rows
+  std::vector<int> consumer_counts; // concurrency: consumers pulling at once
+  int warmup = 2;                   // untimed runs per point
+  int repeats = 7;                  // timed runs per point
+  int cold_repeats = 5;             // fresh pairs per point (cold rows)
+  int rtt_repeats = 1000;           // round trips of caf_request_rtt
+  double point_budget_s = 20;       // stop repeating a point after this (>= 3 runs)
+  bool progress = true;             // print each point as it completes
+  ferry_knobs knobs;
+};
+
+/// The defaults of a full run or of --quick (for CI: fewer sizes, repeats).
+bench_options default_options(bool quick);
+
+/// "4K", "64KiB", "16M", "1g", "4096" -> bytes; 0 when unreadable.
+uint64_t parse_size(const std::string& text);
+
+/// 4096 -> "4 KiB", 16777216 -> "16 MiB", 100 -> "100 B".
+std::string format_size(uint64_t bytes);
+
+} // namespace ferry::bench

@@ -1,0 +1,51 @@
+#include "apps/bench/consumer_seat.hpp"
+
+#include "apps/bench/owner_peer.hpp"
+#include "protocol/errors.hpp"
+
+namespace ferry::bench {
+
+consumer_seat::consumer_seat(const ferry_knobs& knobs,
+                             const std::string& owner_endpoint) {
+  node_ = std::make_unique<node>(consumer_node_config(knobs));
+  if (auto err = node_->start()) {
+    error_ = describe(err);
+    return;
+  }
+  if (auto hello = node_->connect(owner_endpoint); !hello) {
+    error_ = describe(hello.error());
+    return;
+  }
+  client_ = std::make_unique<blocking_client>(*node_);
+}
+
+consumer_seat::~consumer_seat() {
+  client_.reset();
+  if (node_)
+    node_->stop();
+}
+
+std::string consumer_seat::hold(const data_handle& h, uint64_t lease) {
+  std::string err;
+  if (holding_)
+    if (auto e = client_->detach(held_, lease_))
+      err = "detach: " + describe(e);
+  held_ = h;
+  lease_ = lease;
+  holding_ = true;
+  return err;
+}
+
+std::string consumer_seat::end(bool release) {
+  if (!holding_)
+    return {};
+  holding_ = false;
+  if (release) {
+    auto r = client_->release(held_, lease_);
+    return r ? std::string{} : "release: " + describe(r.error());
+  }
+  auto e = client_->detach(held_, lease_);
+  return e ? "detach: " + describe(e) : std::string{};
+}
+
+} // namespace ferry::bench

@@ -1,0 +1,16 @@
+// machine_info: a description of the machine a bench ran on (CPU, cores,
+// memory, kernel, OS, THP mode, load, library versions), as JSON, so a
+// number can be read with what produced it.
+// Must never: fail a bench (an unreadable field is left out).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+namespace ferry::bench {
+
+nlohmann::json describe_machine();
+
+/// The 1-minute load average now (0 when unreadable).
+double load_average();
+
+} // namespace ferry::bench

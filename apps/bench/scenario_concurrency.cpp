@@ -1,0 +1,123 @@
+// ferry_chunked_concurrent: N consumers pulling the same handle from one
+// owner at once. Each consumer is a thread with its own ferry::node in this
+// process (so N connections to the owner, as N hosts would have). A run
+// starts all gets together and ends when the last one finishes; every
+// consumer's bytes are verified after the clock stops. Throughput is the
+// aggregate: N x size / run time.
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "apps/bench/consumer_seat.hpp"
+#include "apps/bench/owner_peer.hpp"
+#include "apps/bench/payload.hpp"
+#include "apps/bench/scenarios.hpp"
+#include "protocol/errors.hpp"
+
+namespace ferry::bench {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+class concurrent_runner : public scenario_runner {
+public:
+  concurrent_runner(const bench_options& opts, int consumers)
+    : knobs_(opts.knobs), consumers_(consumers) {}
+
+  std::string start() override {
+    if (auto err = owner_.start(knobs_); !err.empty())
+      return err;
+    for (int i = 0; i < consumers_; ++i) {
+      seats_.push_back(std::make_unique<consumer_seat>(knobs_, owner_.endpoint()));
+      if (!seats_.back()->error().empty())
+        return "consumer " + std::to_string(i) + ": " + seats_.back()->error();
+    }
+    return {};
+  }
+
+  std::string prepare(uint64_t bytes) override {
+    std::string err;
+    handle_ = owner_.stage(bytes, &err);
+    return err;
+  }
+
+  run_outcome run(uint64_t bytes) override {
+    auto n = seats_.size();
+    std::vector<clock_type::time_point> ends(n);
+    std::vector<std::string> errors(n);
+    std::mutex mtx;
+    std::condition_variable cv;
+    bool go = false;
+    size_t waiting = 0;
+    clock_type::time_point t0;
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        {
+          std::unique_lock<std::mutex> lock{mtx};
+          ++waiting;
+          cv.notify_all();
+          cv.wait(lock, [&] { return go; });
+        }
+        auto got = seats_[i]->client().get(handle_);
+        ends[i] = clock_type::now();
+        if (!got) {
+          errors[i] = describe(got.error());
+          return;
+        }
+        if (got->bytes.size() != bytes
+            || checksum_of(got->bytes.data(), bytes) != expected_checksum(bytes))
+          errors[i] = "checksum mismatch";
+        if (auto err = seats_[i]->hold(handle_, got->lease_id); !err.empty())
+          errors[i] = err;
+      });
+    }
+    {
+      std::unique_lock<std::mutex> lock{mtx};
+      cv.wait(lock, [&] { return waiting == n; });
+      t0 = clock_type::now();
+      go = true;
+    }
+    cv.notify_all();
+    for (auto& t : threads)
+      t.join();
+    for (size_t i = 0; i < n; ++i)
+      if (!errors[i].empty())
+        return run_outcome::failed("consumer " + std::to_string(i) + ": " + errors[i]);
+    auto last = *std::max_element(ends.begin(), ends.end());
+    return run_outcome::took(std::chrono::duration<double>(last - t0).count());
+  }
+
+  void finish(uint64_t) override {
+    // Every consumer holds a lease: all but the last detach, the last
+    // releases (dropping the slot's one reference, which frees it).
+    for (size_t i = 0; i < seats_.size(); ++i)
+      (void) seats_[i]->end(i + 1 == seats_.size());
+  }
+
+  void stop() override {
+    seats_.clear();
+    owner_.stop();
+  }
+
+private:
+  ferry_knobs knobs_;
+  int consumers_;
+  owner_peer owner_;
+  std::vector<std::unique_ptr<consumer_seat>> seats_;
+  data_handle handle_;
+};
+
+} // namespace
+
+std::unique_ptr<scenario_runner>
+make_ferry_concurrent_runner(const bench_options& opts, int consumers) {
+  return std::make_unique<concurrent_runner>(opts, consumers);
+}
+
+} // namespace ferry::bench
