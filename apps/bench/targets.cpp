@@ -20,14 +20,16 @@ struct target_def {
   double threshold;
 };
 
-// The targets. Thresholds of the form "X >= Y" are 1.0; the
-// fraction of the socket limit the chunked path must reach is 0.5.
+// The throughput targets. Not encoded here yet: warm 4 KiB
+// ferry_rdma_sm at most 2x caf_request_rtt (a latency ratio), and 16
+// consumers' aggregate at least one consumer's.
 const target_def targets[] = {
-  {"ferry_chunked", "tcp_loopback", 64 * MiB, false, 0.5},
+  {"ferry_get_into_pinned_sm", "memcpy", 16 * MiB, true, 0.8},
+  {"ferry_rdma_sm", "ucx_get_raw_sm", 16 * MiB, true, 0.9},
+  {"ferry_rdma_sm", "ferry_chunked", 4 * MiB, false, 5.0},
+  {"ferry_chunked", "tcp_loopback", 64 * MiB, false, 0.6},
   {"ferry_chunked", "caf_inline", 4 * MiB, true, 1.0},
-  {"ferry_rdma_sm", "ucx_get_raw_sm", 64 * MiB, false, 0.8},
-  {"ferry_rdma_tcp", "ucx_get_raw_tcp", 64 * MiB, false, 0.8},
-  {"ferry_messenger_staged", "ferry_messenger_inline", 4 * MiB, true, 1.0},
+  {"ferry_messenger_staged", "ferry_messenger_inline", 64 * MiB, false, 10.0},
 };
 
 // Ferry rows and the limits printed next to them.
