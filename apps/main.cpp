@@ -24,7 +24,9 @@ int main(int argc, char** argv) {
   ferry::app::add_get_command(app);
   ferry::app::add_stat_command(app);
   ferry::app::add_job_command(app);
+#ifdef FERRY_WITH_BENCH
   ferry::app::add_bench_command(app);
+#endif
   CLI11_PARSE(app, argc, argv);
   return 0;
 }

@@ -18,6 +18,9 @@ if [ "${1:-}" = "--sanitize" ]; then
 fi
 "$root/deploy/install-deps.sh"
 echo "== building ferry in $build_dir"
+# FERRY_CMAKE_ARGS adds cmake options (e.g. -DFERRY_WITH_BENCH=OFF).
+# shellcheck disable=SC2206
+cmake_args+=(${FERRY_CMAKE_ARGS:-})
 "$root/deploy/build.sh" "$build_dir" "${cmake_args[@]}"
 echo "== running the tests"
 cd "$build_dir"
