@@ -15,6 +15,7 @@ if [ "${1:-}" = "--sanitize" ]; then
   # be false alarms. LeakSanitizer stays on.
   export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_container_overflow=0:abort_on_error=1}
   export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+  export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan.supp}
 fi
 "$root/deploy/install-deps.sh"
 echo "== building ferry in $build_dir"
