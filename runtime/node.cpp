@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -147,6 +148,11 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
 
 void node::start_ucx() {
 #ifdef FERRY_WITH_UCX
+  // A node on loopback keeps UCX on loopback too (else UCX's tcp transport
+  // also opens lanes on every other interface), unless the user chose.
+  const auto& host = cfg_.bind_host;
+  if (host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1")
+    setenv("UCX_NET_DEVICES", "lo", 0);
   auto ctx = ucx_context::create();
   if (!ctx) {
     spdlog::warn("UCX unavailable, the RDMA path is off: {}", ctx.error_message());

@@ -6,6 +6,8 @@
 #   deploy/local/cluster.sh stop        stop every node cleanly (SIGTERM)
 # State (pids, ports, logs) lives in $FERRY_CLUSTER_DIR (default /tmp/ferry-cluster).
 set -euo pipefail
+# Everything stays on loopback, UCX included.
+export UCX_NET_DEVICES=${UCX_NET_DEVICES:-lo}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ferry=${FERRY_BIN:-$root/build/apps/ferry}
 dir=${FERRY_CLUSTER_DIR:-/tmp/ferry-cluster}

@@ -3,6 +3,8 @@
 # stops the cluster, whatever happens. Extra arguments go to `ferry job`
 # (e.g. --mib 512). FERRY_NODES sets the node count.
 set -euo pipefail
+# Everything stays on loopback, UCX included.
+export UCX_NET_DEVICES=${UCX_NET_DEVICES:-lo}
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 ferry=${FERRY_BIN:-$root/build/apps/ferry}
