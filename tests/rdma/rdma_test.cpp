@@ -397,7 +397,6 @@ TEST_P(Rdma, ADroppedCallerKeepsItsDestinationReservedUntilTheGetCompletes) {
     .receive([](uint64_t) {}, [&](caf::error&) { gave_up = true; });
   local->ucx_engine().wake();
   ASSERT_TRUE(gave_up);
-  auto* raw = dest.get();
   dest.reset();
   EXPECT_EQ(pool_blocks(), 1u); // still lent to the GET
   bool freed = false;
@@ -406,7 +405,6 @@ TEST_P(Rdma, ADroppedCallerKeepsItsDestinationReservedUntilTheGetCompletes) {
     freed = pool_blocks() == 0;
   }
   EXPECT_TRUE(freed);
-  (void) raw;
   ASSERT_FALSE(client->detach(h, r->rdma->lease_id));
 }
 
