@@ -1,6 +1,7 @@
-// ucx_region: an arena's registration through UCX (ucp_mem_map), as the
-// arena pool sees it. With a shared-memory transport on, UCX allocates the
-// pages itself so a same-host peer reads them one-sided.
+// ucx_region: a registration through UCX (ucp_mem_map), as the arena pool
+// and the region registry see it. For arenas with a shared-memory transport
+// on, UCX allocates the pages itself so a same-host peer reads them
+// one-sided; external regions are registered in place.
 #pragma once
 
 #include <memory>
@@ -8,6 +9,7 @@
 #include <variant>
 
 #include "rdma/arena_pool.hpp"
+#include "rdma/region_registry.hpp"
 #include "rdma/ucx_memory.hpp"
 
 namespace ferry {
@@ -30,6 +32,18 @@ inline region_mapper make_ucx_mapper(std::shared_ptr<const ucx_context> ctx) {
   return [ctx](uint64_t bytes)
            -> std::variant<std::unique_ptr<mapped_region>, std::string> {
     auto mem = ucx_memory::map(*ctx, bytes, ctx->prefers_ucx_allocation());
+    if (!mem)
+      return mem.error_message();
+    return std::make_unique<ucx_region>(std::move(*mem));
+  };
+}
+
+/// An external_mapper over a UCX context: registers caller-owned memory in
+/// place (ucp_mem_map without UCP_MEM_MAP_ALLOCATE).
+inline external_mapper make_ucx_external_mapper(std::shared_ptr<const ucx_context> ctx) {
+  return [ctx](char* data, uint64_t size)
+           -> std::variant<std::unique_ptr<mapped_region>, std::string> {
+    auto mem = ucx_memory::map_existing(*ctx, data, size);
     if (!mem)
       return mem.error_message();
     return std::make_unique<ucx_region>(std::move(*mem));
