@@ -4,7 +4,13 @@
 // cooperative scheduler. A block returns itself to the pool when its last
 // holder drops it (a pool_free message), so the owner, a consumer or a GET in
 // flight can hold one without knowing the pool.
-// Must never: map from a caller that asked not to (transparent staging).
+// It also registers caller-owned memory (external regions) under the same
+// registered-bytes budget, and unregisters it: gate, wait for the region's
+// anchors (bounded), latch the copy gate, unmap, resolve the release signal.
+// drain is the shutdown sweep: refuse new allocations and registrations,
+// drain and unregister every region; arenas are unmapped when the actor ends.
+// Must never: map from a caller that asked not to (transparent staging), or
+// resolve a region's release before its unmap.
 #pragma once
 
 #include <caf/fwd.hpp>
@@ -14,6 +20,7 @@
 #include "actors/rdma_types.hpp"
 #include "protocol/atoms.hpp"
 #include "rdma/arena_pool.hpp"
+#include "rdma/region_registry.hpp"
 
 namespace ferry {
 
@@ -25,10 +32,19 @@ using arena_pool_actor = caf::typed_actor<
   caf::replies_to<pool_alloc_atom, uint64_t, bool>::with<pinned_ptr>,
   caf::reacts_to<pool_free_atom, uint32_t, uint32_t, uint32_t>,
   caf::reacts_to<tick_atom>,
+  // Maps an external region (charged to the budget); answers its id.
+  // Errors: errc::budget_exhausted, errc::draining, errc::invalid_argument.
+  caf::replies_to<region_register_atom, external_region_ptr>::with<uint64_t>,
+  // Unregisters within `timeout_ms`; the region's release signal answers.
+  caf::reacts_to<region_unregister_atom, external_region_ptr, uint64_t>,
+  // The shutdown sweep within `timeout_ms`; true when every region drained.
+  caf::replies_to<drain_atom, uint64_t>::with<bool>,
+  caf::reacts_to<poll_atom>,
   caf::replies_to<stat_atom>::with<std::string>>;
 
 arena_pool_actor spawn_arena_pool(caf::actor_system& sys, arena_pool_config cfg,
                                   region_mapper mapper, uint64_t budget_bytes,
-                                  rdma_metrics* metrics);
+                                  rdma_metrics* metrics,
+                                  external_mapper external = {});
 
 } // namespace ferry

@@ -172,6 +172,38 @@ data_handle stage_plain(owner_ptr self, byte_buffer bytes, uint64_t ttl_ms) {
   return h;
 }
 
+/// Stages a range of a caller's registered region with no copy: the slot
+/// takes the region's anchor first and only then reads its state.
+caf::expected<data_handle> stage_in_region(owner_ptr self,
+                                           external_region_ptr region,
+                                           uint64_t offset, uint64_t len,
+                                           uint64_t ttl_ms) {
+  if (!region || !region->mapped())
+    return make_error(errc::invalid_argument, "the region is not registered");
+  if (offset > region->size() || len > region->size() - offset)
+    return make_error(errc::invalid_argument,
+                      "range [" + std::to_string(offset) + ", +"
+                        + std::to_string(len) + ") is outside the region's "
+                        + std::to_string(region->size()) + " bytes");
+  auto anchor = region->try_anchor();
+  if (!anchor || region->latched())
+    return make_error(errc::draining, "the region is being unregistered");
+  if (len == 0) // nothing to GET: an empty plain slot, no anchor kept
+    return stage_plain(self, {}, ttl_ms);
+  auto view = std::make_shared<pinned_block>(
+    region->data() + offset, len, region->address() + offset, region->rkey(),
+    region->generation(), [anchor] {});
+  std::optional<slot_store::duration> ttl;
+  if (ttl_ms > 0)
+    ttl = std::chrono::milliseconds{ttl_ms};
+  auto h = self->state.store.register_in_region(std::move(view),
+                                                std::move(region), offset, len,
+                                                now(self), ttl);
+  arm_reaper_if_needed(self);
+  update_gauges(self);
+  return h;
+}
+
 owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
                                  owner_config cfg, owner_metrics* metrics,
                                  owner_rdma_links rdma) {
@@ -242,9 +274,9 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
 #endif
       if (auto* m = self->state.metrics) {
         m->chunks_served->Increment();
-        m->bytes_served->Increment(static_cast<double>(chunk->size));
+        m->bytes_served->Increment(static_cast<double>(chunk->size()));
       }
-      return byte_buffer(chunk->data, chunk->data + chunk->size);
+      return std::move(*chunk);
     },
     [=](rv_ref_atom, const std::string& body) -> caf::result<std::string> {
       auto req = decode<rv_ref_request>(body);
@@ -292,8 +324,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
     [=](register_pinned_atom, byte_buffer& bytes,
         uint64_t ttl_ms) -> caf::result<data_handle> {
       const auto& cfg = self->state.cfg;
-      // No UCX, or nothing to GET: plain memory.
-      if (!cfg.rdma_configured || bytes.empty())
+      // No UCX, nothing to GET, or shutting down: plain memory.
+      if (!cfg.rdma_configured || bytes.empty() || self->state.draining)
         return stage_plain(self, std::move(bytes), ttl_ms);
       if (!cfg.rdma_enabled) {
         count_path(self, path_reason::kill_switch);
@@ -324,6 +356,16 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
             rp.deliver(stage_plain(self, std::move(*shared), ttl_ms));
           });
       return rp;
+    },
+    [=](region_stage_atom, external_region_ptr& region, uint64_t offset,
+        uint64_t len, uint64_t ttl_ms) -> caf::result<data_handle> {
+      return stage_in_region(self, std::move(region), offset, len, ttl_ms);
+    },
+    [=](drain_atom) -> uint64_t {
+      self->state.draining = true;
+      auto demoted = self->state.store.demote_pinned();
+      update_gauges(self);
+      return demoted;
     },
     [=](sweep_atom) -> bool {
       auto result = self->state.store.sweep(now(self));

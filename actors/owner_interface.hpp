@@ -9,6 +9,7 @@
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
+#include "actors/rdma_types.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/data_handle.hpp"
@@ -28,6 +29,14 @@ using owner_actor = caf::typed_actor<
   // Stages bytes in registered memory (one copy) when it can, else in plain
   // memory with the reason counted; never fails.
   caf::replies_to<register_pinned_atom, byte_buffer, uint64_t>::with<data_handle>,
+  // Stages [offset, offset + len) of a registered external region with no
+  // copy: (region, offset, len, ttl_ms). Errors: errc::invalid_argument for
+  // a range outside the region, errc::draining while it is unregistered.
+  caf::replies_to<region_stage_atom, external_region_ptr, uint64_t, uint64_t,
+                  uint64_t>::with<data_handle>,
+  // The shutdown drain: stop answering RDMA, copy pinned (arena) slots to
+  // plain memory; answers how many were copied.
+  caf::replies_to<drain_atom>::with<uint64_t>,
   // The lease reaper's tick: answers whether deadlines remain.
   caf::replies_to<sweep_atom>::with<bool>,
   // What the owner holds, as JSON.

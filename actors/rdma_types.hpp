@@ -5,9 +5,11 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/atom.hpp>
 
+#include "rdma/external_region.hpp"
 #include "rdma/pinned_block.hpp"
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ferry::pinned_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ferry::external_region_ptr)
 
 namespace ferry {
 
@@ -16,5 +18,10 @@ using pool_free_atom = caf::atom_constant<caf::atom("pool_free")>;
 using ucx_peer_atom = caf::atom_constant<caf::atom("ucx_peer")>;
 using ucx_get_atom = caf::atom_constant<caf::atom("ucx_get")>;
 using ucx_hold_atom = caf::atom_constant<caf::atom("ucx_hold")>;
+using region_register_atom = caf::atom_constant<caf::atom("reg_region")>;
+using region_unregister_atom = caf::atom_constant<caf::atom("unreg_reg")>;
+using region_stage_atom = caf::atom_constant<caf::atom("stage_reg")>;
+using drain_atom = caf::atom_constant<caf::atom("drain")>;
+using poll_atom = caf::atom_constant<caf::atom("poll")>;
 
 } // namespace ferry

@@ -41,6 +41,31 @@ data_handle slot_store::register_pinned(pinned_ptr block, uint64_t len,
   return add_slot(std::move(s), now, ttl);
 }
 
+data_handle slot_store::register_in_region(pinned_ptr view,
+                                           external_region_ptr region,
+                                           uint64_t offset, uint64_t len,
+                                           time_point now,
+                                           std::optional<duration> ttl) {
+  slot s;
+  s.len = len;
+  s.pinned = std::move(view);
+  s.region = std::move(region);
+  s.region_offset = offset;
+  return add_slot(std::move(s), now, ttl);
+}
+
+uint64_t slot_store::demote_pinned() {
+  uint64_t demoted = 0;
+  for (auto& [id, s] : slots_) {
+    if (!s.pinned || s.region)
+      continue;
+    s.bytes.assign(s.pinned->data(), s.pinned->data() + s.len);
+    s.pinned.reset();
+    ++demoted;
+  }
+  return demoted;
+}
+
 slot_store::slot* slot_store::find(const data_handle& h) {
   if (h.hi != worker_id_)
     return nullptr;
@@ -105,6 +130,9 @@ slot_store::acquire_rdma(const data_handle& h, time_point now, duration deadline
   auto s = find(h);
   if (!s)
     return unknown_handle(h);
+  if (s->region && s->region->gated())
+    return make_error(errc::draining, "the region of " + to_string(h)
+                                        + " is being unregistered");
   lease l;
   l.rdma = true;
   auto lease_id = add_lease(*s, l, now, std::max(deadline, duration{1}));
@@ -124,7 +152,7 @@ caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
   return rv_ready{lease_id, l.transfer_id, chunk_size_, chunk_count(*s), s->len};
 }
 
-caf::expected<slot_store::chunk_view>
+caf::expected<byte_buffer>
 slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
   auto t = transfers_.find(transfer_id);
   if (t == transfers_.end())
@@ -141,7 +169,13 @@ slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
     l.expires_at = now + l.deadline_period;
   auto offset = index * chunk_size_;
   auto len = std::min<uint64_t>(chunk_size_, s.len - offset);
-  return chunk_view{s.data() + offset, static_cast<size_t>(len)};
+  if (!s.region)
+    return byte_buffer(s.data() + offset, s.data() + offset + len);
+  byte_buffer out(len);
+  if (!s.region->copy_out(s.region_offset + offset, len, out.data()))
+    return make_error(errc::draining, "the region this payload lives in "
+                                      "was unregistered");
+  return out;
 }
 
 caf::expected<uint64_t> slot_store::ref(const data_handle& h) {

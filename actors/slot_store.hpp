@@ -10,8 +10,10 @@
 // - A lease acquired with a deadline ends when no pull or renewal touches it
 //   within that time; a slot with a time-to-live is freed at its expiry with
 //   every lease on it. sweep(now) enforces both.
-// - A slot is staged in plain memory or in a pinned (registered) block; both
-//   serve chunks. An RDMA lease (acquire_rdma) always has a deadline, and a
+// - A slot is staged in plain memory, in a pinned (registered) block, or in
+//   a caller's external region (a block viewing the region, whose release
+//   drops the region's anchor); all serve chunks. Chunks of a region slot
+//   are copied under the region's copy gate and refused after its latch. An RDMA lease (acquire_rdma) always has a deadline, and a
 //   silent one is force-released (the lease and one reference) by sweep.
 // Must never: hand out a view into a freed slot, or free a slot a lease reads.
 #pragma once
@@ -27,6 +29,7 @@
 #include "protocol/byte_buffer.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/rv_messages.hpp"
+#include "rdma/external_region.hpp"
 #include "rdma/pinned_block.hpp"
 
 namespace ferry {
@@ -59,12 +62,6 @@ public:
     uint64_t total_len = 0;
   };
 
-  /// A chunk's bytes, valid until the next call that changes the store.
-  struct chunk_view {
-    const char* data = nullptr;
-    size_t size = 0;
-  };
-
   explicit slot_store(uint64_t worker_id,
                       uint64_t chunk_size = default_chunk_size);
 
@@ -79,12 +76,23 @@ public:
   data_handle register_pinned(pinned_ptr block, uint64_t len, time_point now,
                               std::optional<duration> ttl = std::nullopt);
 
+  /// Stages `len` bytes of `region` at `offset`, read through `view` (a
+  /// block over that range whose release drops the slot's anchor).
+  data_handle register_in_region(pinned_ptr view, external_region_ptr region,
+                                 uint64_t offset, uint64_t len, time_point now,
+                                 std::optional<duration> ttl = std::nullopt);
+
+  /// Copies every arena-pinned slot to plain memory (the shutdown drain);
+  /// region slots stay. Answers how many were copied.
+  uint64_t demote_pinned();
+
   caf::expected<rv_metadata_response> metadata(const data_handle& h) const;
 
   /// The pinned block of a slot (null when it is staged in plain memory).
   caf::expected<pinned_ptr> pinned_block_of(const data_handle& h) const;
 
-  /// Takes an RDMA lease with `deadline`; the caller checked the slot is pinned.
+  /// Takes an RDMA lease with `deadline`; the caller checked the slot is
+  /// pinned. Refused when the slot's region is being unregistered.
   caf::expected<rdma_grant> acquire_rdma(const data_handle& h, time_point now,
                                          duration deadline);
 
@@ -93,8 +101,8 @@ public:
   caf::expected<rv_ready> acquire(const data_handle& h, time_point now,
                                   duration lease_deadline = duration::zero());
 
-  /// One chunk of an open transfer; renews the lease's deadline.
-  caf::expected<chunk_view> pull(uint64_t transfer_id, uint64_t index,
+  /// A copy of one chunk of an open transfer; renews the lease's deadline.
+  caf::expected<byte_buffer> pull(uint64_t transfer_id, uint64_t index,
                                  time_point now);
 
   caf::expected<uint64_t> ref(const data_handle& h);
@@ -127,7 +135,9 @@ private:
 
   struct slot {
     byte_buffer bytes;   // plain memory, or
-    pinned_ptr pinned;   // a registered block
+    pinned_ptr pinned;   // a registered block (or a view of a region)
+    external_region_ptr region; // set for a slot staged in a region
+    uint64_t region_offset = 0;
     uint64_t len = 0;
     const char* data() const { return pinned ? pinned->data() : bytes.data(); }
     uint64_t refcount = 1;

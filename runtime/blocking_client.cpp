@@ -40,6 +40,61 @@ blocking_client::register_data_pinned(byte_buffer bytes,
   return result;
 }
 
+caf::expected<region_guard>
+blocking_client::register_external_memory(void* ptr, size_t len) {
+  auto at = reinterpret_cast<uintptr_t>(ptr);
+  if (ptr == nullptr || len == 0 || at + len < at)
+    return make_error(errc::invalid_argument,
+                      "register_external_memory needs a non-null, non-empty "
+                      "range that does not wrap");
+  return register_region(
+    std::make_shared<external_region>(static_cast<char*>(ptr), len));
+}
+
+caf::expected<region_guard> blocking_client::register_owned(byte_buffer& buffer) {
+  if (buffer.empty())
+    return make_error(errc::invalid_argument, "register_owned of an empty buffer");
+  auto* data = buffer.data();
+  auto size = buffer.size();
+  auto region = std::make_shared<external_region>(data, size, std::move(buffer));
+  auto guard = register_region(region);
+  if (!guard) // a refusal must not consume the allocation
+    buffer = region->take_unregistered_owned();
+  return guard;
+}
+
+caf::expected<region_guard>
+blocking_client::register_region(external_region_ptr region) {
+  if (!node_->has_ucx())
+    return make_error(errc::invalid_argument,
+                      "this node has no UCX transport: nothing to register with");
+  caf::scoped_actor self{node_->system()};
+  caf::expected<region_guard> result = make_error(errc::timeout);
+  self->request(node_->arena_pool(), caf::infinite, region_register_atom::value, region)
+    .receive(
+      [&](uint64_t) {
+        result = region_guard{
+          region, node_->arena_pool(),
+          std::chrono::milliseconds{node_->config().drop_dereg_timeout_ms}};
+      },
+      [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
+caf::expected<data_handle>
+blocking_client::register_data_in_region(const region_guard& region,
+                                         uint64_t offset, uint64_t len,
+                                         std::chrono::milliseconds ttl) {
+  caf::scoped_actor self{node_->system()};
+  caf::expected<data_handle> result = make_error(errc::timeout);
+  self
+    ->request(node_->owner(), caf::infinite, region_stage_atom::value,
+              region.region(), offset, len, static_cast<uint64_t>(ttl.count()))
+    .receive([&](data_handle& h) { result = h; },
+             [&](caf::error& err) { result = std::move(err); });
+  return result;
+}
+
 caf::expected<get_result> blocking_client::get(const data_handle& h) {
   caf::scoped_actor self{node_->system()};
   caf::expected<get_result> result = make_error(errc::timeout);

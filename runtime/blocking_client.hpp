@@ -16,6 +16,7 @@
 #include "protocol/byte_buffer.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/rv_messages.hpp"
+#include "runtime/region_guard.hpp"
 
 namespace ferry {
 
@@ -47,6 +48,29 @@ public:
   caf::expected<data_handle>
   register_data_pinned(byte_buffer bytes,
                        std::chrono::milliseconds ttl = std::chrono::milliseconds{0});
+
+  /// Registers caller-owned memory [ptr, ptr + len) for zero-copy staging
+  /// (register_data_in_region). Unsafe by contract: until the guard reports
+  /// the region deregistered, the memory must stay valid for reads and
+  /// writes, in place, and unfreed, and nothing may rely on its contents
+  /// staying unchanged (a peer holding the key can write it).
+  /// Errors: errc::invalid_argument (no UCX on this node, a null or
+  /// wrapping range, a registration UCX refused), errc::budget_exhausted.
+  caf::expected<region_guard> register_external_memory(void* ptr, size_t len);
+
+  /// The safe form: the node holds `buffer` until the unmap is confirmed
+  /// (region_guard::unregister_owned hands it back). On an error `buffer`
+  /// is left with the caller untouched.
+  caf::expected<region_guard> register_owned(byte_buffer& buffer);
+
+  /// Stages [offset, offset + len) of a registered region with no copy;
+  /// the range is relative to the registered pointer. Errors:
+  /// errc::invalid_argument (outside the region), errc::draining (being
+  /// unregistered). Never copies instead.
+  caf::expected<data_handle>
+  register_data_in_region(const region_guard& region, uint64_t offset,
+                          uint64_t len,
+                          std::chrono::milliseconds ttl = std::chrono::milliseconds{0});
 
   /// Pulls the payload and holds a lease: end it with detach or release.
   caf::expected<get_result> get(const data_handle& h);
@@ -82,6 +106,8 @@ public:
   caf::expected<std::string> stat(const gateway_actor& gw);
 
 private:
+  caf::expected<region_guard> register_region(external_region_ptr region);
+
   node* node_;
 };
 

@@ -176,7 +176,8 @@ void node::start_ucx() {
     pc.reclaim_after = std::chrono::milliseconds{cfg_.arena_reclaim_after_ms};
   pc.retain_arena_bytes = cfg_.retain_arena_bytes;
   pool_ = spawn_arena_pool(*sys_, pc, make_ucx_mapper(ucx_),
-                           cfg_.registered_bytes_budget, rdma_metrics_.get());
+                           cfg_.registered_bytes_budget, rdma_metrics_.get(),
+                           make_ucx_external_mapper(ucx_));
   spdlog::debug("UCX transports: {}", ucx_->describe_transports());
 #endif
 }
@@ -267,10 +268,42 @@ caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) 
   return result;
 }
 
+void node::drain_rdma() {
+  if (!pool_)
+    return;
+  // The RDMA sweep runs first, while peers can still pull: the owner stops
+  // answering with descriptors and copies its arena slots to plain memory;
+  // the pool refuses new memory, waits (bounded) for the slots staged in
+  // external regions, and unregisters every region.
+  auto budget = std::chrono::milliseconds{cfg_.shutdown_timeout_ms};
+  caf::scoped_actor self{*sys_};
+  self->request(ctx_->owner, budget, drain_atom::value)
+    .receive([](uint64_t demoted) {
+               if (demoted > 0)
+                 spdlog::info("shutdown: {} pinned slots copied to plain memory",
+                              demoted);
+             },
+             [](caf::error& err) {
+               spdlog::warn("shutdown: the owner did not drain: {}", describe(err));
+             });
+  self->request(pool_, budget + std::chrono::seconds{5}, drain_atom::value,
+                static_cast<uint64_t>(budget.count()))
+    .receive(
+      [](bool drained) {
+        if (!drained)
+          spdlog::warn("shutdown: registered regions still had staged slots "
+                       "after the drain budget; they were unregistered anyway");
+      },
+      [](caf::error& err) {
+        spdlog::warn("shutdown: the region sweep did not finish: {}", describe(err));
+      });
+}
+
 void node::stop() {
   if (stopped_ || !sys_)
     return;
   stopped_ = true;
+  drain_rdma();
   if (port_ != 0)
     sys_->middleman().unpublish(gateway_, port_);
   // Stop in order, each bounded: the front door and the consumers first,

@@ -5,7 +5,8 @@
 //
 // Life cycle: construct (spawns the actors), start() (publishes the gateway,
 // opens the metrics endpoint, connects the configured peers), use, stop()
-// (also run by the destructor): unpublish, stop the actors, join the system.
+// (also run by the destructor): the RDMA sweep (see drain_rdma), unpublish,
+// stop the actors, join the system.
 // Must never: be shared between threads without the caller's own locking;
 // the blocking API (blocking_client) is for plain code, not for actors.
 #pragma once
@@ -96,6 +97,7 @@ private:
   struct caf_config;
 
   void start_ucx();
+  void drain_rdma();
   peer_hello hello() const;
 
   node_config cfg_;

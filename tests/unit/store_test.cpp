@@ -47,7 +47,7 @@ TEST_F(SlotStore, ChunksCoverThePayloadExactly) {
   for (uint64_t i = 0; i < ready->chunk_count; ++i) {
     auto c = store.pull(ready->transfer_id, i, t0);
     ASSERT_TRUE(c);
-    out.insert(out.end(), c->data, c->data + c->size);
+    out.insert(out.end(), c->begin(), c->end());
   }
   EXPECT_EQ(out, payload);
   auto past = store.pull(ready->transfer_id, 3, t0);
@@ -195,7 +195,7 @@ TEST_F(SlotStore, PinnedSlotsServeChunksToo) {
   byte_buffer out;
   for (uint64_t i = 0; i < ready->chunk_count; ++i) {
     auto c = store.pull(ready->transfer_id, i, t0);
-    out.insert(out.end(), c->data, c->data + c->size);
+    out.insert(out.end(), c->begin(), c->end());
   }
   EXPECT_EQ(out, payload);
   EXPECT_FALSE(released);
@@ -221,4 +221,77 @@ TEST_F(SlotStore, SilentRdmaLeaseIsForceReleased) {
   EXPECT_EQ(store.rdma_leases(), 0u);
   // The lease and its reference are gone: refcount 1 - 1 = 0 frees the slot.
   EXPECT_EQ(store.current_stats().slots, 0u);
+}
+
+namespace {
+
+/// A region slot as the owner stages it: a view block holding an anchor.
+data_handle stage_in(slot_store& store, const external_region_ptr& region,
+                     uint64_t offset, uint64_t len, slot_store::time_point now) {
+  auto anchor = region->try_anchor();
+  auto view = std::make_shared<pinned_block>(
+    region->data() + offset, len, region->address() + offset,
+    std::make_shared<std::vector<uint8_t>>(), 1, [anchor] {});
+  return store.register_in_region(std::move(view), region, offset, len, now);
+}
+
+} // namespace
+
+TEST_F(SlotStore, RegionSlotsCopyChunksUnderTheCopyGate) {
+  auto memory = bytes_of(64);
+  auto region = std::make_shared<external_region>(memory.data(), memory.size());
+  auto h = stage_in(store, region, 5, 10, t0);
+  EXPECT_EQ(region->in_flight(), 1u);
+  EXPECT_TRUE(store.metadata(h)->pinned);
+  auto ready = store.acquire(h, t0);
+  ASSERT_TRUE(ready);
+  byte_buffer out;
+  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
+    auto c = store.pull(ready->transfer_id, i, t0);
+    ASSERT_TRUE(c);
+    out.insert(out.end(), c->begin(), c->end());
+  }
+  EXPECT_EQ(out, byte_buffer(memory.begin() + 5, memory.begin() + 15));
+  region->latch();
+  auto refused = store.pull(ready->transfer_id, 0, t0);
+  ASSERT_FALSE(refused);
+  EXPECT_TRUE(is(refused.error(), errc::draining));
+  ASSERT_TRUE(store.release(h, ready->lease_id));
+  EXPECT_EQ(region->in_flight(), 0u) << "freeing the slot drops its anchor";
+}
+
+TEST_F(SlotStore, NoRdmaLeaseOnARegionBeingUnregistered) {
+  auto memory = bytes_of(64);
+  auto region = std::make_shared<external_region>(memory.data(), memory.size());
+  auto h = stage_in(store, region, 0, 64, t0);
+  ASSERT_TRUE(store.acquire_rdma(h, t0, 1s));
+  region->close_gate();
+  auto no = store.acquire_rdma(h, t0, 1s);
+  ASSERT_FALSE(no);
+  EXPECT_TRUE(is(no.error(), errc::draining));
+}
+
+TEST_F(SlotStore, DemotionCopiesArenaSlotsAndLeavesRegionSlots) {
+  auto payload = bytes_of(10);
+  bool released = false;
+  byte_buffer backing(payload);
+  auto block = std::make_shared<pinned_block>(
+    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
+    1, [&] { released = true; });
+  auto pinned = store.register_pinned(std::move(block), payload.size(), t0);
+  auto memory = bytes_of(64);
+  auto region = std::make_shared<external_region>(memory.data(), memory.size());
+  auto in_region = stage_in(store, region, 0, 64, t0);
+  EXPECT_EQ(store.demote_pinned(), 1u);
+  EXPECT_TRUE(released) << "the arena block went back";
+  EXPECT_FALSE(store.metadata(pinned)->pinned);
+  EXPECT_TRUE(store.metadata(in_region)->pinned);
+  std::fill(backing.begin(), backing.end(), 0); // the old block is gone
+  auto ready = store.acquire(pinned, t0);
+  byte_buffer out;
+  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
+    auto c = store.pull(ready->transfer_id, i, t0);
+    out.insert(out.end(), c->begin(), c->end());
+  }
+  EXPECT_EQ(out, payload);
 }
