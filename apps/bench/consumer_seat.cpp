@@ -1,19 +1,39 @@
 #include "apps/bench/consumer_seat.hpp"
 
+#include <cstdlib>
+
 #include "apps/bench/owner_peer.hpp"
 #include "protocol/errors.hpp"
 
 namespace ferry::bench {
 
+namespace {
+
+std::string ucx_tls_now() {
+  auto* tls = std::getenv("UCX_TLS");
+  return tls ? tls : "unset";
+}
+
+} // namespace
+
 consumer_seat::consumer_seat(const ferry_knobs& knobs,
-                             const std::string& owner_endpoint) {
-  node_ = std::make_unique<node>(consumer_node_config(knobs));
+                             const std::string& owner_endpoint, bool rdma) {
+  node_ = std::make_unique<node>(consumer_node_config(knobs, rdma));
+  if (rdma && !node_->has_ucx()) {
+    error_ = "the consumer node has no UCX transport (UCX_TLS=" + ucx_tls_now() + ")";
+    return;
+  }
   if (auto err = node_->start()) {
     error_ = describe(err);
     return;
   }
-  if (auto hello = node_->connect(owner_endpoint); !hello) {
+  auto hello = node_->connect(owner_endpoint);
+  if (!hello) {
     error_ = describe(hello.error());
+    return;
+  }
+  if (rdma && hello->ucx_address.empty()) {
+    error_ = "the owner registered no UCX address in its hello";
     return;
   }
   client_ = std::make_unique<blocking_client>(*node_);

@@ -2,6 +2,8 @@
 // lease of its last get. Bench rows keep the payload staged across runs by
 // ending each lease with detach; the row's last lease ends with release,
 // which also drops the owner's one reference and frees the slot.
+// A seat of an RDMA row runs the UCX transport (with whatever UCX_TLS this
+// process has when it is built) and offers the RDMA path.
 // Owns: the node (its actor system) and the lease it holds.
 // Must never: be used from two threads at once.
 #pragma once
@@ -20,11 +22,15 @@ namespace ferry::bench {
 class consumer_seat {
 public:
   /// Starts a node and connects it to `owner_endpoint`; check error().
-  consumer_seat(const ferry_knobs& knobs, const std::string& owner_endpoint);
+  /// Without `rdma` the node has no UCX transport (the chunked path alone).
+  consumer_seat(const ferry_knobs& knobs, const std::string& owner_endpoint,
+                bool rdma = false);
   ~consumer_seat();
 
   const std::string& error() const { return error_; }
   blocking_client& client() { return *client_; }
+  /// The seat's node (its path counters: apps/bench/path_check.hpp).
+  ferry::node& host() { return *node_; }
 
   /// Holds `lease` of `h`, detaching the one held before (if any).
   std::string hold(const data_handle& h, uint64_t lease);

@@ -6,7 +6,8 @@ namespace ferry::bench {
 
 using namespace std::chrono_literals;
 
-std::string owner_peer::start(const ferry_knobs& knobs, bool rdma) {
+std::string owner_peer::start(const ferry_knobs& knobs, bool rdma,
+                              const std::vector<std::string>& env) {
   std::vector<std::string> args{"--role", "ferry-owner"};
   if (knobs.chunk_size > 0)
     args.insert(args.end(), {"--chunk-size", std::to_string(knobs.chunk_size)});
@@ -17,20 +18,24 @@ std::string owner_peer::start(const ferry_knobs& knobs, bool rdma) {
                 {"--scheduler-threads", std::to_string(knobs.scheduler_threads)});
   if (rdma)
     args.push_back("--rdma");
-  if (auto err = peer_.spawn(args); !err.empty())
+  if (auto err = peer_.spawn(args, env); !err.empty())
     return err;
   std::string err;
-  auto words = split_words(peer_.read_line(30s, &err));
+  auto line = peer_.read_line(30s, &err);
   if (!err.empty())
     return err;
+  if (line.rfind("error", 0) == 0)
+    return "ferry owner: " + line;
+  auto words = split_words(line);
   if (words.size() != 2 || words[0] != "ready")
     return "unexpected ferry owner greeting";
   endpoint_ = "127.0.0.1:" + words[1];
   return {};
 }
 
-data_handle owner_peer::stage(uint64_t bytes, std::string* error) {
-  auto words = split_words(peer_.ask("stage " + std::to_string(bytes), 120s, error));
+data_handle owner_peer::stage(uint64_t bytes, std::string* error, bool pinned) {
+  auto command = std::string{pinned ? "stage pinned " : "stage "} + std::to_string(bytes);
+  auto words = split_words(peer_.ask(command, 120s, error));
   if (!error->empty())
     return {};
   std::optional<data_handle> h;

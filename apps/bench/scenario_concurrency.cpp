@@ -1,21 +1,28 @@
-// ferry_chunked_concurrent: N consumers pulling the same handle from one
-// owner at once. Each consumer is a thread with its own ferry::node in this
-// process (so N connections to the owner, as N hosts would have). A run
-// starts all gets together and ends when the last one finishes; every
-// consumer's bytes are verified after the clock stops. Throughput is the
-// aggregate: N x size / run time.
+// ferry_chunked_concurrent, ferry_rdma_sm_concurrent: N consumers pulling
+// the same handle from one owner at once. Each consumer is a thread with its
+// own ferry::node in this process (so N connections to the owner, as N hosts
+// would have). A run starts all gets together and ends when the last one
+// finishes; every consumer's bytes are verified after the clock stops.
+// Throughput is the aggregate: N x size / run time.
+// The RDMA row runs both sides on UCX over shared memory (UCX_TLS set in
+// this process for the row's life, in the owner's at spawn), stages the
+// payload pinned, and checks that every consumer counted one completed
+// RDMA GET per run (path_check.hpp): a fallback to chunks fails the point.
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
 #include "apps/bench/consumer_seat.hpp"
 #include "apps/bench/owner_peer.hpp"
+#include "apps/bench/path_check.hpp"
 #include "apps/bench/payload.hpp"
 #include "apps/bench/scenarios.hpp"
+#include "apps/bench/transport_env.hpp"
 #include "protocol/errors.hpp"
 
 namespace ferry::bench {
@@ -26,14 +33,21 @@ using clock_type = std::chrono::steady_clock;
 
 class concurrent_runner : public scenario_runner {
 public:
-  concurrent_runner(const bench_options& opts, int consumers)
-    : knobs_(opts.knobs), consumers_(consumers) {}
+  concurrent_runner(const bench_options& opts, int consumers,
+                    std::optional<ucx_transport> rdma)
+    : knobs_(opts.knobs), consumers_(consumers), rdma_(rdma) {}
 
   std::string start() override {
-    if (auto err = owner_.start(knobs_); !err.empty())
+    std::vector<std::string> owner_env;
+    if (rdma_) {
+      env_.emplace(*rdma_);
+      owner_env = ucx_peer_env(*rdma_);
+    }
+    if (auto err = owner_.start(knobs_, rdma_.has_value(), owner_env); !err.empty())
       return err;
     for (int i = 0; i < consumers_; ++i) {
-      seats_.push_back(std::make_unique<consumer_seat>(knobs_, owner_.endpoint()));
+      seats_.push_back(
+        std::make_unique<consumer_seat>(knobs_, owner_.endpoint(), rdma_.has_value()));
       if (!seats_.back()->error().empty())
         return "consumer " + std::to_string(i) + ": " + seats_.back()->error();
     }
@@ -42,12 +56,16 @@ public:
 
   std::string prepare(uint64_t bytes) override {
     std::string err;
-    handle_ = owner_.stage(bytes, &err);
+    handle_ = owner_.stage(bytes, &err, rdma_.has_value());
     return err;
   }
 
   run_outcome run(uint64_t bytes) override {
     auto n = seats_.size();
+    std::vector<path_counts> before;
+    if (rdma_)
+      for (auto& seat : seats_)
+        before.push_back(read_paths(seat->host()));
     std::vector<clock_type::time_point> ends(n);
     std::vector<std::string> errors(n);
     std::mutex mtx;
@@ -86,6 +104,9 @@ public:
     cv.notify_all();
     for (auto& t : threads)
       t.join();
+    for (size_t i = 0; i < n && rdma_; ++i)
+      if (errors[i].empty())
+        errors[i] = expect_rdma(before[i], read_paths(seats_[i]->host()));
     for (size_t i = 0; i < n; ++i)
       if (!errors[i].empty())
         return run_outcome::failed("consumer " + std::to_string(i) + ": " + errors[i]);
@@ -103,11 +124,14 @@ public:
   void stop() override {
     seats_.clear();
     owner_.stop();
+    env_.reset();
   }
 
 private:
   ferry_knobs knobs_;
   int consumers_;
+  std::optional<ucx_transport> rdma_;
+  std::optional<scoped_transport_env> env_;
   owner_peer owner_;
   std::vector<std::unique_ptr<consumer_seat>> seats_;
   data_handle handle_;
@@ -117,7 +141,13 @@ private:
 
 std::unique_ptr<scenario_runner>
 make_ferry_concurrent_runner(const bench_options& opts, int consumers) {
-  return std::make_unique<concurrent_runner>(opts, consumers);
+  return std::make_unique<concurrent_runner>(opts, consumers, std::nullopt);
+}
+
+std::unique_ptr<scenario_runner>
+make_ferry_rdma_concurrent_runner(const bench_options& opts, int consumers,
+                                  ucx_transport transport) {
+  return std::make_unique<concurrent_runner>(opts, consumers, transport);
 }
 
 } // namespace ferry::bench

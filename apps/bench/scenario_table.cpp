@@ -23,10 +23,23 @@ runner_factory ucx_raw(bool sm) {
   return [sm](const bench_options& o, int) { return make_ucx_raw_runner(o, sm); };
 }
 
-const char* const needs_rdma =
-  "the RDMA path in ferry::node (owner arenas, descriptor, GET workers)";
-const char* const needs_pinned =
-  "get_into a registered destination over the RDMA path";
+// The RDMA rows: empty factories (skipped) in a ferry built without UCX.
+runner_factory rdma(ucx_transport t, rdma_mode mode) {
+  if (!ucx_built())
+    return {};
+  return [t, mode](const bench_options& o, int) {
+    return make_ferry_rdma_runner(o, t, mode);
+  };
+}
+
+runner_factory rdma_concurrent(ucx_transport t) {
+  if (!ucx_built())
+    return {};
+  return [t](const bench_options& o, int n) {
+    return make_ferry_rdma_concurrent_runner(o, n, t);
+  };
+}
+
 const char* const needs_messenger =
   "the messenger (payloads above staging_threshold staged by handle)";
 
@@ -91,19 +104,27 @@ std::vector<scenario_entry> build() {
     row("ferry_chunked_into", "blocking_client::get_into a warm caller buffer",
         "chunk round trips over CAF, no allocation of the result",
         chunked(chunked_mode::into)),
-    // -- ferry: RDMA path and messenger (hooks) ----------------------------
-    hook("ferry_rdma_sm", "get over the RDMA path, shared memory (warm pair)",
-         "ucx_get_raw_sm + the acquire round trip", needs_rdma),
-    with(hook("ferry_rdma_sm_cold", "the first RDMA get on a fresh pair, shared memory",
-              "UCX wire-up of a fresh endpoint", needs_rdma),
+    // -- ferry: RDMA path ------------------------------------------------
+    row("ferry_rdma_sm", "get over the RDMA path, shared memory (warm pair)",
+        "ucx_get_raw_sm + the acquire round trip + copying out the result",
+        rdma(ucx_transport::sm, rdma_mode::warm), no_ucx),
+    with(row("ferry_rdma_sm_cold", "the first RDMA get on a fresh pair, shared memory",
+             "as ferry_rdma_sm, plus lookup and UCX wire-up of a fresh endpoint",
+             rdma(ucx_transport::sm, rdma_mode::cold), no_ucx),
          size_kind::all, repeat_kind::cold),
-    hook("ferry_rdma_tcp", "get over the RDMA path, UCX over tcp (warm pair)",
-         "ucx_get_raw_tcp + the acquire round trip", needs_rdma),
-    with(hook("ferry_rdma_tcp_cold", "the first RDMA get on a fresh pair, UCX over tcp",
-              "UCX wire-up of a fresh endpoint", needs_rdma),
+    row("ferry_rdma_tcp", "get over the RDMA path, UCX over tcp on lo (warm pair)",
+        "ucx_get_raw_tcp + the acquire round trip + copying out the result",
+        rdma(ucx_transport::tcp, rdma_mode::warm), no_ucx),
+    with(row("ferry_rdma_tcp_cold", "the first RDMA get on a fresh pair, UCX over tcp",
+             "as ferry_rdma_tcp, plus lookup and UCX wire-up of a fresh endpoint",
+             rdma(ucx_transport::tcp, rdma_mode::cold), no_ucx),
          size_kind::all, repeat_kind::cold),
-    hook("ferry_get_into_pinned_sm", "get_into a registered buffer, shared memory",
-         "ucx_get_raw_sm", needs_pinned),
+    row("ferry_get_into_pinned_sm",
+        "get_into a pinned writer (allocated once, untimed), shared memory",
+        "ucx_get_raw_sm + the acquire round trip", rdma(ucx_transport::sm,
+                                                       rdma_mode::into_pinned),
+        no_ucx),
+    // -- ferry: messenger (hooks) ------------------------------------------
     hook("ferry_messenger_staged", "a message whose payload the messenger stages",
          "ferry_rdma_sm or ferry_chunked + one control message", needs_messenger),
     hook("ferry_messenger_inline", "the same message sent inline (no staging)",
@@ -115,8 +136,10 @@ std::vector<scenario_entry> build() {
                return make_ferry_concurrent_runner(o, n);
              }),
          size_kind::concurrency, repeat_kind::normal, true),
-    with(hook("ferry_rdma_sm_concurrent", "N consumers GETting one handle at once",
-              "memory bandwidth", needs_rdma),
+    with(row("ferry_rdma_sm_concurrent",
+             "N consumer nodes GETting one handle at once, shared memory",
+             "memory bandwidth and the cores", rdma_concurrent(ucx_transport::sm),
+             no_ucx),
          size_kind::concurrency, repeat_kind::normal, true),
   };
 }

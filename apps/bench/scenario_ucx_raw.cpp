@@ -8,7 +8,6 @@
 // UCX reads its environment in ucp_init, so the variables are set in this
 // process while no other thread runs (these rows come before any actor
 // system in the table) and restored afterwards.
-#include <cstdlib>
 #include <optional>
 
 #include "apps/bench/scenarios.hpp"
@@ -21,6 +20,7 @@
 #include "apps/bench/hex_text.hpp"
 #include "apps/bench/payload.hpp"
 #include "apps/bench/peer_process.hpp"
+#include "apps/bench/transport_env.hpp"
 #include "rdma/ucx_context.hpp"
 #include "rdma/ucx_endpoint.hpp"
 #include "rdma/ucx_get.hpp"
@@ -35,28 +35,6 @@ namespace {
 
 using clock_type = std::chrono::steady_clock;
 using namespace std::chrono_literals;
-
-/// Sets an environment variable for the life of the object.
-class scoped_env {
-public:
-  scoped_env(const char* key, const std::string& value) : key_(key) {
-    if (auto* old = std::getenv(key))
-      old_ = old;
-    ::setenv(key, value.c_str(), 1);
-  }
-  ~scoped_env() {
-    if (old_)
-      ::setenv(key_, old_->c_str(), 1);
-    else
-      ::unsetenv(key_);
-  }
-  scoped_env(const scoped_env&) = delete;
-  scoped_env& operator=(const scoped_env&) = delete;
-
-private:
-  const char* key_;
-  std::optional<std::string> old_;
-};
 
 class ucx_raw_runner : public scenario_runner {
 public:

@@ -7,6 +7,7 @@
 
 #include "apps/bench/bench_options.hpp"
 #include "apps/bench/scenario.hpp"
+#include "apps/bench/transport_env.hpp"
 
 namespace ferry::bench {
 
@@ -43,5 +44,23 @@ std::unique_ptr<scenario_runner> make_ferry_chunked_runner(const bench_options& 
 /// pulling the same handle from one owner at once.
 std::unique_ptr<scenario_runner>
 make_ferry_concurrent_runner(const bench_options& opts, int consumers);
+
+enum class rdma_mode {
+  warm,        // blocking_client::get on a connected pair (copies out)
+  cold,        // the first get on a freshly started and connected consumer node
+  into_pinned, // get_into a pinned writer allocated once per size
+};
+
+/// A ferry get over the RDMA path (payload staged pinned, both nodes on
+/// `transport`) from an owner node in a peer process; every run also checks
+/// that the RDMA path ran.
+std::unique_ptr<scenario_runner> make_ferry_rdma_runner(const bench_options& opts,
+                                                        ucx_transport transport,
+                                                        rdma_mode mode);
+
+/// As make_ferry_concurrent_runner, over the RDMA path on `transport`.
+std::unique_ptr<scenario_runner>
+make_ferry_rdma_concurrent_runner(const bench_options& opts, int consumers,
+                                  ucx_transport transport);
 
 } // namespace ferry::bench
