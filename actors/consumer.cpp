@@ -224,8 +224,8 @@ void run_get(consumer_ptr self, const rv_rdma_grant& grant,
   }
   self
     ->request(st.ctx.engine.actor(), st.ctx.cfg.transfer_timeout,
-              ucx_get_atom::value, st.handle.owner(), desc.addr, desc.len,
-              desc.rkey, block)
+              ucx_get_atom::value, st.handle.owner(), desc.generation, desc.addr,
+              desc.len, desc.rkey, block)
     .then(
       [=](uint64_t nanos) {
         auto& st = self->state;
@@ -238,13 +238,19 @@ void run_get(consumer_ptr self, const rv_rdma_grant& grant,
                       desc.len, nanos / 1000);
         count_path(self, transfer_path::rdma, path_reason::ok);
         // get and get_into copy out, so the pool space returns at once.
+        // A large copied-out destination stays warm for the next GET
+        // (rdma/warm_destination.hpp).
         switch (st.into) {
           case consumer_state::mode::buffer:
             resize_for_bulk(st.buffer, desc.len);
             std::memcpy(st.buffer.data(), block->data(), desc.len);
+            if (auto* warm = st.ctx.engine.warm())
+              warm->keep(block);
             break;
           case consumer_state::mode::raw:
             std::memcpy(st.dest.data, block->data(), desc.len);
+            if (auto* warm = st.ctx.engine.warm())
+              warm->keep(block);
             break;
           case consumer_state::mode::pinned_result:
             st.block = block;
@@ -274,6 +280,10 @@ void on_rdma(consumer_ptr self, const rv_rdma_grant& grant) {
     return fail(self, std::move(err));
   if (st.into == consumer_state::mode::pinned_writer)
     return run_get(self, grant, desc, st.block); // zero copy
+  if (st.into != consumer_state::mode::pinned_result)
+    if (auto* warm = st.ctx.engine.warm())
+      if (auto block = warm->take(desc.len)) // pages already faulted in
+        return run_get(self, grant, desc, std::move(block));
   self
     ->request(st.ctx.pool, st.ctx.cfg.request_timeout, pool_alloc_atom::value,
               desc.len, true)

@@ -73,6 +73,12 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
     for (auto i = peers.begin(); i != peers.end(); ++i) {
       if (i->second.gateway.address() == dm.source) {
         spdlog::warn("peer {:016x} left ({})", i->first, to_string(dm.reason));
+        // Its unpacked keys (and the mappings of its memory) go with it.
+        const auto& engine = self->state.params.engine;
+        if (engine && self->state.ucx_peers.count(i->first) > 0) {
+          caf::anon_send(engine.actor(), ucx_forget_atom::value, i->first);
+          engine.wake();
+        }
         self->state.ucx_peers.erase(i->first);
         peers.erase(i);
         return;

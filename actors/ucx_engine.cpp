@@ -1,13 +1,17 @@
 #include "actors/ucx_engine.hpp"
 
+#include <cctype>
+#include <cstdlib>
 #include <list>
 #include <map>
 #include <optional>
 #include <thread>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "protocol/atoms.hpp"
 #include "protocol/errors.hpp"
 #include "rdma/ucx_context.hpp"
 #include "rdma/ucx_endpoint.hpp"
@@ -39,6 +43,36 @@ struct engine {
   std::list<pending_get> gets;
   int64_t holds = 0;
   bool running = true;
+  rkey_cache<ucx_remote_key> rkeys;
+  bool cache_rkeys = true;
+  std::shared_ptr<warm_destination> warm;
+
+  /// A new address for a peer (a new incarnation): its endpoint and every
+  /// key unpacked on it go; the next GET wires up afresh.
+  void set_address(uint64_t worker_id, std::vector<char> address) {
+    addresses[worker_id] = std::move(address);
+    rkeys.invalidate_peer(worker_id);
+    endpoints.erase(worker_id);
+  }
+
+  /// The key for a GET: from the cache when `generation` is known and the
+  /// same (peer, generation, packed key) was unpacked on this endpoint
+  /// before, else unpacked (and cached when `generation` is known).
+  ucx_result<ucx_remote_key> key_for(ucx_endpoint& ep, uint64_t worker_id,
+                                     std::optional<uint64_t> generation,
+                                     const std::vector<uint8_t>& rkey, uint64_t len) {
+    if (!generation || !cache_rkeys)
+      return ep.unpack_rkey(rkey);
+    rkey_cache_key k{worker_id, *generation, rkey};
+    auto usable = [&ep](const ucx_remote_key& key) { return key.belongs_to(ep); };
+    if (auto* hit = rkeys.find(k, len, usable))
+      return hit->clone();
+    auto key = ep.unpack_rkey(rkey);
+    if (!key)
+      return key;
+    rkeys.insert(std::move(k), key->clone(), len);
+    return key;
+  }
 
   ucx_endpoint* endpoint_for(uint64_t worker_id, std::string& why) {
     if (auto i = endpoints.find(worker_id); i != endpoints.end())
@@ -56,8 +90,9 @@ struct engine {
     return &endpoints.emplace(worker_id, std::move(*ep)).first->second;
   }
 
-  void start_get(caf::blocking_actor* self, uint64_t worker_id, uint64_t addr,
-                 uint64_t len, const std::vector<uint8_t>& rkey, pinned_ptr dest) {
+  void start_get(caf::blocking_actor* self, uint64_t worker_id,
+                 std::optional<uint64_t> generation, uint64_t addr, uint64_t len,
+                 const std::vector<uint8_t>& rkey, pinned_ptr dest) {
     pending_get g;
     g.rp = self->make_response_promise();
     g.started = clock_type::now();
@@ -75,13 +110,16 @@ struct engine {
     auto* ep = endpoint_for(worker_id, why);
     if (ep == nullptr)
       return fail(why);
-    auto key = ep->unpack_rkey(rkey);
+    auto key = key_for(*ep, worker_id, generation, rkey, len);
     if (!key)
       return fail("rkey: " + key.error_message());
     g.key = std::move(*key);
     auto req = post_get(worker, *ep, g.key, addr, g.dest->data(), len);
-    if (!req)
+    if (!req) {
+      if (generation) // do not keep a key that did not post
+        rkeys.erase(rkey_cache_key{worker_id, *generation, rkey});
       return fail("post: " + req.error_message());
+    }
     g.request = std::move(*req);
     gets.push_back(std::move(g));
   }
@@ -121,20 +159,58 @@ struct engine {
   }
 
   bool busy() const { return !gets.empty() || holds > 0; }
+
+  std::string stat() const {
+    auto c = rkeys.stats();
+    auto w = warm->stats();
+    return nlohmann::json{
+      {"rkey_cache",
+       {{"hits", c.hits},
+        {"unpacks", c.unpacks},
+        {"evictions", c.evictions},
+        {"invalidations", c.invalidations},
+        {"entries", c.entries},
+        {"bytes", c.bytes}}},
+      {"warm_destination",
+       {{"kept", w.kept},
+        {"reused", w.reused},
+        {"dropped", w.dropped},
+        {"held_bytes", w.held_bytes}}},
+      {"gets_in_flight", gets.size()}}
+      .dump();
+  }
 };
+
+/// FERRY_RDMA_WARM_DISABLE (1/true/yes/on, any case), read at engine start.
+bool warm_state_disabled() {
+  const char* v = std::getenv("FERRY_RDMA_WARM_DISABLE");
+  if (v == nullptr)
+    return false;
+  std::string s{v};
+  for (auto& c : s)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s == "1" || s == "true" || s == "yes" || s == "on";
+}
 
 void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
   auto handlers = [&](auto&& on_timeout) {
     self->receive(
       [&](ucx_peer_atom, uint64_t worker_id, std::vector<char>& address) {
-        e->addresses[worker_id] = std::move(address);
-        e->endpoints.erase(worker_id); // a new incarnation: wire up afresh
+        e->set_address(worker_id, std::move(address));
+      },
+      [&](ucx_forget_atom, uint64_t worker_id) {
+        e->rkeys.invalidate_peer(worker_id);
       },
       [&](ucx_hold_atom, int64_t delta) { e->holds += delta; },
+      [&](ucx_get_atom, uint64_t worker_id, uint64_t generation, uint64_t addr,
+          uint64_t len, std::vector<uint8_t>& rkey, pinned_ptr& dest) {
+        e->start_get(self, worker_id, generation, addr, len, rkey, std::move(dest));
+      },
       [&](ucx_get_atom, uint64_t worker_id, uint64_t addr, uint64_t len,
           std::vector<uint8_t>& rkey, pinned_ptr& dest) {
-        e->start_get(self, worker_id, addr, len, rkey, std::move(dest));
+        e->start_get(self, worker_id, std::nullopt, addr, len, rkey, std::move(dest));
       },
+      [&](stat_atom) -> std::string { return e->stat(); },
       [&](caf::exit_msg&) { e->running = false; },
       caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
         return caf::sec::unexpected_message;
@@ -142,6 +218,7 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
       caf::after(on_timeout) >> [] {});
   };
   while (e->running) {
+    e->warm->expire();
     if (!e->busy()) {
       handlers(std::chrono::seconds(1)); // idle: sleep on the mailbox
       continue;
@@ -167,7 +244,9 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
   for (auto& g : e->gets) // UCX stops before the worker goes
     g.rp.deliver(make_error(errc::get_failed, "UCX engine stopped"));
   e->gets.clear();
+  e->rkeys.clear(); // the keys go before their endpoints and worker
   e->endpoints.clear();
+  e->warm->clear();
 }
 
 } // namespace
@@ -179,12 +258,22 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
     spdlog::warn("UCX worker: {}", worker.error_message());
     return {};
   }
-  auto e = std::make_shared<engine>(
-    engine{start.context, std::move(*worker), start.faults, {}, {}, {}, 0, true});
+  if (warm_state_disabled()) {
+    // Rollback lever for the warm state (and the "before" of its
+    // measurement): unpack every key per GET, keep no destination.
+    start.rkey_cache_enabled = false;
+    start.warm.max_bytes = 0;
+    spdlog::info("FERRY_RDMA_WARM_DISABLE: no rkey cache, no warm destination");
+  }
+  auto warm = std::make_shared<warm_destination>(start.warm);
+  auto e = std::make_shared<engine>(engine{start.context, std::move(*worker),
+                                           start.faults, {}, {}, {}, 0, true,
+                                           rkey_cache<ucx_remote_key>{start.rkey_cache},
+                                           start.rkey_cache_enabled, warm});
   worker_address = e->worker.address();
   auto shared_worker = e->worker.shared_native();
   auto actor = sys.spawn(engine_loop, e);
-  return ucx_engine_ref{actor, shared_worker};
+  return ucx_engine_ref{actor, shared_worker, warm};
 }
 
 } // namespace ferry

@@ -8,6 +8,13 @@
 //
 // A GET holds its destination block until UCX reports completion, so a
 // caller that gave up never frees granules the NIC may still write.
+//
+// It also owns the consumer side's warm state across GETs: the cache of
+// unpacked remote keys (rdma/rkey_cache.hpp; reused when a descriptor names
+// the same peer, registration generation and packed key, dropped when the
+// peer's endpoint is replaced or the peer is forgotten), and the expiry of
+// the one warm destination block that consumers share through the ref
+// (rdma/warm_destination.hpp).
 // Must never: be called from any thread but its own (except signal()).
 #pragma once
 
@@ -20,6 +27,8 @@
 #include <caf/fwd.hpp>
 
 #include "actors/rdma_types.hpp"
+#include "rdma/rkey_cache.hpp"
+#include "rdma/warm_destination.hpp"
 
 struct ucp_worker;
 
@@ -38,8 +47,9 @@ struct ucx_engine_faults {
 class ucx_engine_ref {
 public:
   ucx_engine_ref() = default;
-  ucx_engine_ref(caf::actor engine, std::shared_ptr<ucp_worker> worker)
-    : engine_(std::move(engine)), worker_(std::move(worker)) {}
+  ucx_engine_ref(caf::actor engine, std::shared_ptr<ucp_worker> worker,
+                 std::shared_ptr<warm_destination> warm = nullptr)
+    : engine_(std::move(engine)), worker_(std::move(worker)), warm_(std::move(warm)) {}
 
   explicit operator bool() const { return static_cast<bool>(engine_); }
   const caf::actor& actor() const { return engine_; }
@@ -47,21 +57,43 @@ public:
   /// Wakes the engine (thread-safe); call after sending it a message.
   void wake() const;
 
+  /// The node's warm GET destination (thread-safe), or null.
+  warm_destination* warm() const { return warm_.get(); }
+
 private:
   caf::actor engine_;
   std::shared_ptr<ucp_worker> worker_;
+  std::shared_ptr<warm_destination> warm_;
 };
+
+/// Forget a peer (it went down): drop its cached remote keys, and with them
+/// the mappings of its memory that their unpack made.
+using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 
 /// Messages the engine handles:
 ///   (ucx_peer_atom, uint64_t worker_id, std::vector<char> address)
 ///   (ucx_hold_atom, int64_t delta)        descriptors out on this node
+///   (ucx_get_atom, uint64_t worker_id, uint64_t generation, uint64_t addr,
+///    uint64_t len, std::vector<uint8_t> rkey, pinned_ptr dest)
+///     -> (uint64_t nanoseconds)  or errc::get_failed
+///     the key comes from the rkey cache when (worker_id, generation, rkey)
+///     is there, else it is unpacked and cached
 ///   (ucx_get_atom, uint64_t worker_id, uint64_t addr, uint64_t len,
 ///    std::vector<uint8_t> rkey, pinned_ptr dest)
-///     -> (uint64_t nanoseconds)  or errc::get_failed
+///     the same without a generation: unpacked for this GET alone
+///   (ucx_forget_atom, uint64_t worker_id)  drop the peer's cached keys
+///   (stat_atom) -> std::string  JSON: rkey_cache {hits, unpacks, evictions,
+///     invalidations, entries, bytes}, warm_destination {kept, reused,
+///     dropped, held_bytes}
 struct ucx_engine_start {
   std::shared_ptr<const ucx_context> context;
   ucx_engine_faults faults;
+  rkey_cache_config rkey_cache;
+  bool rkey_cache_enabled = true;
+  warm_destination_config warm;
 };
+// FERRY_RDMA_WARM_DISABLE (1/true/yes/on) in the environment at engine start
+// turns both off: every GET unpacks its key, no destination is kept.
 
 /// Creates the worker and spawns the engine; empty on failure (logged).
 ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,

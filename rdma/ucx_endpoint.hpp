@@ -1,7 +1,8 @@
 // ucx_endpoint: one UCP endpoint to a peer worker, and the remote keys
 // unpacked for it.
 // Owns: the ucp_ep_h (closed, with a bounded wait, when the object goes) and,
-// per ucx_remote_key, one unpacked ucp_rkey_h. Both keep their worker alive.
+// per unpacked key, one ucp_rkey_h shared by the ucx_remote_key handles to it
+// (clone()). Both keep their worker alive.
 // Threading: the worker's owning thread creates, uses and destroys them.
 // Must never: pass a packed key to ucp_ep_rkey_unpack before its framing
 // passed check_packed_rkey (UCX 1.13 unpacks without a length and crashes on
@@ -84,6 +85,14 @@ public:
   /// True when `ep` is the (still existing) endpoint that unpacked it.
   bool belongs_to(const ucx_endpoint& ep) const noexcept;
   bool empty() const noexcept { return key_ == nullptr; }
+  /// A second handle to the same unpacked key (the engine's rkey cache keeps
+  /// one, each GET using it another); the key is destroyed with the last.
+  ucx_remote_key clone() const {
+    ucx_remote_key k;
+    k.key_ = key_;
+    k.owner_ = owner_;
+    return k;
+  }
 
 private:
   friend class ucx_endpoint;
