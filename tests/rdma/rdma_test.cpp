@@ -22,6 +22,7 @@
 #include "runtime/checksum.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
+#include "tests/rdma/ucx_transports.hpp"
 
 using namespace ferry;
 using namespace std::chrono_literals;
@@ -30,11 +31,6 @@ using test::node_process;
 namespace {
 
 constexpr uint64_t MiB_ = 1024 * 1024;
-
-/// UCX transports under test: what UCX_TLS is set to in every process.
-std::string tls_of(const std::string& name) {
-  return name == "tcp" ? "tcp,self" : "sm,self";
-}
 
 std::string series(const char* path, const char* reason) {
   return std::string{"ferry_rendezvous_rdma_path_total{path=\""} + path
@@ -45,7 +41,7 @@ std::string series(const char* path, const char* reason) {
 /// the transport under test.
 struct Rdma : ::testing::TestWithParam<std::string> {
   void SetUp() override {
-    setenv("UCX_TLS", tls_of(GetParam()).c_str(), 1);
+    setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
     setenv("UCX_NET_DEVICES", "lo", 1);
   }
 
@@ -54,7 +50,7 @@ struct Rdma : ::testing::TestWithParam<std::string> {
              node_config local_cfg = consumer_config()) {
     owner_args.push_back("--metrics-port");
     owner_args.push_back("0");
-    owner_env.push_back("UCX_TLS=" + tls_of(GetParam()));
+    owner_env.push_back("UCX_TLS=" + test::ucx_tls_for(GetParam()));
     owner = std::make_unique<node_process>(owner_args, owner_env);
     local = std::make_unique<node>(local_cfg);
     ASSERT_FALSE(local->start());
@@ -338,7 +334,7 @@ TEST_P(Rdma, ConsumerKilledMidGetIsReapedByTheOwner) {
   auto pid = test::start_ferry({"get", "--node", owner->endpoint(), "--handle",
                                 to_string(h), "-o", "/dev/null",
                                 "--test-get-delay-ms", "30000"},
-                               {"UCX_TLS=" + tls_of(GetParam())});
+                               {"UCX_TLS=" + test::ucx_tls_for(GetParam())});
   bool granted = false;
   for (int i = 0; i < 500 && !granted; ++i) {
     granted = owner_count("rdma", "ok") == 1;

@@ -25,6 +25,7 @@
 #include "runtime/checksum.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
+#include "tests/rdma/ucx_transports.hpp"
 
 using namespace ferry;
 using namespace std::chrono_literals;
@@ -34,23 +35,13 @@ namespace {
 
 constexpr uint64_t MiB_ = 1024 * 1024;
 
-/// UCX_TLS per parameter. "posix" is the case where an arena mapped again
-/// packs the very same key bytes (pid, fd and address repeat).
-std::string tls_of(const std::string& name) {
-  if (name == "tcp")
-    return "tcp,self";
-  if (name == "posix")
-    return "posix,cma,self";
-  return "sm,self";
-}
-
 struct RdmaWarm : ::testing::TestWithParam<std::string> {
   void SetUp() override {
-    setenv("UCX_TLS", tls_of(GetParam()).c_str(), 1);
+    setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
     setenv("UCX_NET_DEVICES", "lo", 1);
     owner = std::make_unique<node_process>(
       std::vector<std::string>{"--metrics-port", "0"},
-      std::vector<std::string>{"UCX_TLS=" + tls_of(GetParam())});
+      std::vector<std::string>{"UCX_TLS=" + test::ucx_tls_for(GetParam())});
     node_config c;
     c.listen = false;
     c.request_timeout_ms = 30000;

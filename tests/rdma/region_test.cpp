@@ -17,6 +17,7 @@
 #include "runtime/checksum.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
+#include "tests/rdma/ucx_transports.hpp"
 
 using namespace ferry;
 using namespace std::chrono_literals;
@@ -26,22 +27,18 @@ namespace {
 
 constexpr uint64_t MiB = 1024 * 1024;
 
-std::string tls_for(const std::string& name) {
-  return name == "tcp" ? "tcp,self" : "sm,self";
-}
-
 /// This process is the owner (its memory is registered); a `ferry node`
 /// process is the consumer, told to adopt (pull and keep) our handles.
 struct Region : ::testing::TestWithParam<std::string> {
   void SetUp() override {
-    setenv("UCX_TLS", tls_for(GetParam()).c_str(), 1);
+    setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
     setenv("UCX_NET_DEVICES", "lo", 1);
   }
 
   void start(node_config cfg = owner_config()) {
     peer = std::make_unique<node_process>(
       std::vector<std::string>{"--metrics-port", "0"},
-      std::vector<std::string>{"UCX_TLS=" + tls_for(GetParam())});
+      std::vector<std::string>{"UCX_TLS=" + test::ucx_tls_for(GetParam())});
     local = std::make_unique<node>(cfg);
     ASSERT_FALSE(local->start());
     ASSERT_TRUE(local->has_ucx());
