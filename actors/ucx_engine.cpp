@@ -263,6 +263,7 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
     // measurement): unpack every key per GET, keep no destination.
     start.rkey_cache_enabled = false;
     start.warm.max_bytes = 0;
+    start.warm.small_max_bytes = 0;
     spdlog::info("FERRY_RDMA_WARM_DISABLE: no rkey cache, no warm destination");
   }
   auto warm = std::make_shared<warm_destination>(start.warm);

@@ -91,3 +91,23 @@ TEST(WarmDestination, AnIdleBlockExpires) {
   w.clear();
   EXPECT_EQ(b.freed, 2);
 }
+
+TEST(WarmDestination, ASmallSlotKeepsOneSmallBlockForTheNextSmallGet) {
+  Blocks b;
+  warm_destination w{cfg()}; // small_max_bytes: 512 KiB by default
+  w.keep(b.make(4096));
+  w.keep(b.make(96 * MiB)); // the large slot is separate
+  EXPECT_EQ(b.freed, 0);
+  EXPECT_EQ(w.stats().held_bytes, 96 * MiB + 4096);
+  EXPECT_FALSE(w.take(512 * 1024)); // does not fit the small block: left alone
+  EXPECT_EQ(b.freed, 0);
+  auto got = w.take(4000);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->size(), 4096u);
+  EXPECT_FALSE(w.take(4000)); // one small block, one GET
+  w.keep(std::move(got));
+  w.keep(b.make(8192)); // replaces it
+  EXPECT_EQ(b.freed, 1);
+  EXPECT_TRUE(w.expire(std::chrono::steady_clock::now() + 3s));
+  EXPECT_EQ(b.freed, 3) << "both slots expire";
+}
