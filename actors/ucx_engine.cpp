@@ -1,7 +1,5 @@
 #include "actors/ucx_engine.hpp"
 
-#include <cctype>
-#include <cstdlib>
 #include <list>
 #include <map>
 #include <optional>
@@ -181,17 +179,6 @@ struct engine {
   }
 };
 
-/// FERRY_RDMA_WARM_DISABLE (1/true/yes/on, any case), read at engine start.
-bool warm_state_disabled() {
-  const char* v = std::getenv("FERRY_RDMA_WARM_DISABLE");
-  if (v == nullptr)
-    return false;
-  std::string s{v};
-  for (auto& c : s)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s == "1" || s == "true" || s == "yes" || s == "on";
-}
-
 void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
   auto handlers = [&](auto&& on_timeout) {
     self->receive(
@@ -257,14 +244,6 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
   if (!worker) {
     spdlog::warn("UCX worker: {}", worker.error_message());
     return {};
-  }
-  if (warm_state_disabled()) {
-    // Rollback lever for the warm state (and the "before" of its
-    // measurement): unpack every key per GET, keep no destination.
-    start.rkey_cache_enabled = false;
-    start.warm.max_bytes = 0;
-    start.warm.small_max_bytes = 0;
-    spdlog::info("FERRY_RDMA_WARM_DISABLE: no rkey cache, no warm destination");
   }
   auto warm = std::make_shared<warm_destination>(start.warm);
   auto e = std::make_shared<engine>(engine{start.context, std::move(*worker),

@@ -91,9 +91,16 @@ struct ucx_engine_start {
   rkey_cache_config rkey_cache;
   bool rkey_cache_enabled = true;
   warm_destination_config warm;
+
+  /// Every GET unpacks its key and no destination is kept.
+  void disable_warm_state() {
+    rkey_cache_enabled = false;
+    warm.max_bytes = 0;
+    warm.small_max_bytes = 0;
+  }
 };
-// FERRY_RDMA_WARM_DISABLE (1/true/yes/on) in the environment at engine start
-// turns both off: every GET unpacks its key, no destination is kept.
+// The node turns both off when FERRY_RDMA_WARM_DISABLE is set (see
+// runtime/node.cpp): every GET unpacks its key, no destination is kept.
 
 /// Creates the worker and spawns the engine; empty on failure (logged).
 ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,

@@ -7,7 +7,8 @@ namespace ferry {
 
 constexpr const char* kill_switch_env = "FERRY_RDMA_RENDEZVOUS_DISABLE";
 
-/// True when `value` (may be null) engages the kill switch.
+/// True when `value` (may be null) engages the kill switch: 1, true, yes or
+/// on, in any case. ferry's other on/off environment switches parse the same.
 bool kill_switch_engaged(const char* value);
 
 /// Reads the environment variable.

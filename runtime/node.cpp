@@ -167,6 +167,12 @@ void node::start_ucx() {
   es.context = ucx_;
   es.faults.fail_gets = cfg_.test_fail_gets;
   es.faults.get_delay = std::chrono::milliseconds{cfg_.test_get_delay_ms};
+  // Rollback lever for the consumer's warm RDMA state (and the "before" of
+  // its measurement), read once here like the kill switch.
+  if (kill_switch_engaged(std::getenv("FERRY_RDMA_WARM_DISABLE"))) {
+    es.disable_warm_state();
+    spdlog::info("FERRY_RDMA_WARM_DISABLE: no rkey cache, no warm destination");
+  }
   engine_ = spawn_ucx_engine(*sys_, es, ucx_address_);
   if (!engine_) {
     ucx_.reset();
