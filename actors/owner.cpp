@@ -35,6 +35,7 @@ struct owner_state {
   int64_t reported_holds = 0; // RDMA leases the engine was told about
   bool draining = false;
   lease_reaper_actor reaper;
+  bool reaper_armed = false; // until a sweep reports no deadline left
   std::vector<caf::typed_response_promise<byte_buffer>> stalled; // test hook
   static inline const char* name = "ferry.owner";
 };
@@ -56,8 +57,11 @@ void update_gauges(owner_ptr self) {
 }
 
 void arm_reaper_if_needed(owner_ptr self) {
-  if (self->state.store.has_deadlines())
-    self->send(self->state.reaper, arm_atom::value);
+  auto& st = self->state;
+  if (st.reaper_armed || !st.store.has_deadlines())
+    return;
+  self->send(st.reaper, arm_atom::value);
+  st.reaper_armed = true;
 }
 
 void count_path(owner_ptr self, path_reason reason) {
@@ -238,10 +242,17 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       if (reason == path_reason::ok) {
         if (auto resp = grant_rdma(self, req->handle)) {
           count_path(self, path_reason::ok);
+          // Answer first: the book-keeping below wakes the reaper and the
+          // UCX engine, which would otherwise compete with the reply for
+          // the CPU. The engine hears of the hold well before the GET
+          // could arrive (a one-way trip later at the earliest), and a
+          // GET that came first would only wait for it.
+          auto rp = self->make_response_promise<std::string>();
+          rp.deliver(encode(*resp));
           arm_reaper_if_needed(self);
           sync_holds(self);
           update_gauges(self);
-          return encode(*resp);
+          return rp;
         }
         reason = path_reason::not_pinned; // check 8: the staging is gone
       }
@@ -377,7 +388,9 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
         r->leases_reaped->Increment(static_cast<double>(result.rdma_leases_reaped));
       sync_holds(self);
       update_gauges(self);
-      return self->state.store.has_deadlines();
+      // The reaper goes idle on false and waits for the next arm.
+      self->state.reaper_armed = self->state.store.has_deadlines();
+      return self->state.reaper_armed;
     },
     [=](stat_atom) -> std::string {
       auto s = self->state.store.current_stats();
