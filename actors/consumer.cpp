@@ -26,6 +26,7 @@ namespace {
 
 struct consumer_state {
   consumer_context ctx;
+  uint64_t get_seq = 0; // which get of this actor; stale ticks carry an older one
   data_handle handle;
   owner_actor owner;
   caf::response_promise rp;
@@ -65,12 +66,35 @@ void fail(consumer_ptr self, caf::error err) {
     caf::anon_send(st.owner, rv_detach_atom::value,
                    encode(rv_detach_request{st.handle, st.ready.lease_id}));
   st.rp.deliver(std::move(err));
-  self->quit();
+  self->quit(); // replies may still be on their way: never reused
 }
 
 void count_path(consumer_ptr self, transfer_path path, path_reason reason) {
   if (auto* m = self->state.ctx.metrics)
     m->paths->count(path, reason);
+}
+
+/// After a clean finish nothing of this get is in flight (every pull, the
+/// acquire and the GET have answered), so the actor can serve another get:
+/// it goes back to the service with its state reset. Its remote proxy on
+/// the owner's node then stays, where a fresh actor per get costs the owner
+/// node a proxy and both nodes an announce and a kill message per get.
+void recycle(consumer_ptr self) {
+  auto& st = self->state;
+  if (!st.ctx.recycle_to)
+    return self->quit();
+  if (st.owner)
+    self->demonitor(st.owner.address());
+  // CAF 0.17 keeps an answered request's timeout armed until it fires (a
+  // terminating actor drops them all). A reused consumer drops them here,
+  // or every get would leave its acquire's, GET's and pulls' timers behind.
+  self->home_system().clock().cancel_timeouts(self);
+  consumer_state fresh;
+  fresh.ctx = std::move(st.ctx);
+  fresh.get_seq = st.get_seq;
+  st = std::move(fresh);
+  self->send(st.ctx.recycle_to, consumer_idle_atom::value,
+             caf::actor_cast<caf::actor>(self));
 }
 
 void finish(consumer_ptr self) {
@@ -91,7 +115,7 @@ void finish(consumer_ptr self) {
     default:
       st.rp.deliver(st.ready.total_len, st.ready.lease_id);
   }
-  self->quit();
+  recycle(self);
 }
 
 char* destination(consumer_ptr self) {
@@ -206,7 +230,7 @@ void renew_tick(consumer_ptr self) {
   // A lost renewal is harmless: the next one is half a deadline away.
   caf::anon_send(st.owner, rv_lease_renew_atom::value,
                  encode(rv_lease_renew_request{st.handle, st.ready.lease_id}));
-  self->delayed_send(self, st.renew_period, tick_atom::value);
+  self->delayed_send(self, st.renew_period, tick_atom::value, st.get_seq);
 }
 
 /// GETs the descriptor's range into `block` on the UCX engine, renewing the
@@ -220,7 +244,7 @@ void run_get(consumer_ptr self, const rv_rdma_grant& grant,
     st.renew_period = std::max(std::chrono::milliseconds{5},
                                std::chrono::milliseconds{grant.lease_timeout_ms / 2});
     st.get_running = true;
-    self->delayed_send(self, st.renew_period, tick_atom::value);
+    self->delayed_send(self, st.renew_period, tick_atom::value, st.get_seq);
   }
   self
     ->request(st.ctx.engine.actor(), st.ctx.cfg.transfer_timeout,
@@ -387,6 +411,7 @@ void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {
 
 void start(consumer_ptr self, const data_handle& h) {
   auto& st = self->state;
+  ++st.get_seq;
   st.handle = h;
   self->set_down_handler([=](caf::down_msg& dm) {
     if (dm.source == self->state.owner.address())
@@ -394,6 +419,9 @@ void start(consumer_ptr self, const data_handle& h) {
                             "owner of " + to_string(self->state.handle)
                               + " went down: " + to_string(dm.reason)));
   });
+  if (st.ctx.peers)
+    if (auto known = st.ctx.peers->find(h.owner()))
+      return on_owner(self, std::move(known->owner), known->ucx);
   self
     ->request(st.ctx.directory, st.ctx.cfg.request_timeout, lookup_atom::value,
               h.owner())
@@ -405,8 +433,13 @@ void start(consumer_ptr self, const data_handle& h) {
 
 caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
   self->state.ctx = std::move(ctx);
+  if (auto* m = self->state.ctx.metrics)
+    m->consumers_started->Increment();
   return {
-    [=](tick_atom) { renew_tick(self); },
+    [=](tick_atom, uint64_t seq) {
+      if (seq == self->state.get_seq)
+        renew_tick(self);
+    },
     [=](get_atom, const data_handle& h) {
       self->state.rp = self->make_response_promise();
       start(self, h);

@@ -1,7 +1,9 @@
 // consumer: drives one get from the handle's owner: finds the owner, takes a
 // lease with _rv_acquire, and either GETs the payload with UCX (when the
 // owner answers with a descriptor) or pulls chunks with a bounded window in
-// flight, then answers its requester. One short-lived actor per transfer.
+// flight, then answers its requester. One actor per transfer at a time:
+// after a clean finish it goes back to the consumer service for the next
+// get (a failed one quits, since replies of its get may still arrive).
 //
 // RDMA: the offer comes from local facts only (a registry, the kill switch
 // off, the owner registered on UCX). A descriptor that does not decode, no
@@ -32,6 +34,7 @@
 #include "actors/gateway_interface.hpp"
 #include "actors/ucx_engine.hpp"
 #include "actors/owner_interface.hpp"
+#include "actors/peer_directory.hpp"
 #include "protocol/byte_buffer.hpp"
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ferry::mutable_bytes)
@@ -44,12 +47,16 @@ struct rdma_metrics;
 /// What a consumer needs to know about the node it runs on.
 struct consumer_context {
   gateway_actor directory;  // resolves a worker id to its owner
+  std::shared_ptr<const peer_directory> peers; // the gateway's table, read in place
   consumer_config cfg;
   consumer_metrics* metrics = nullptr;
   // The RDMA path (empty without UCX): destination blocks and GETs.
   arena_pool_actor pool;
   ucx_engine_ref engine;
   rdma_metrics* rdma = nullptr;
+  // Where a consumer that finished cleanly reports itself idle, to serve
+  // the next get (the consumer service); unset: it quits after one get.
+  caf::actor recycle_to;
 };
 
 caf::actor spawn_consumer(caf::actor_system& sys, const consumer_context& ctx);

@@ -23,6 +23,12 @@ consumer_metrics::consumer_metrics(prometheus::Registry& r, path_metrics& p)
                  .Register(r);
   gets_ok = &gets.Add({{"result", "ok"}});
   gets_failed = &gets.Add({{"result", "error"}});
+  consumers_started = &prometheus::BuildCounter()
+                         .Name("ferry_rendezvous_consumers_started_total")
+                         .Help("Consumer actors started; a consumer that "
+                               "finished cleanly serves the next get")
+                         .Register(r)
+                         .Add({});
 }
 
 } // namespace ferry

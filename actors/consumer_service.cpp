@@ -1,5 +1,7 @@
 #include "actors/consumer_service.hpp"
 
+#include <vector>
+
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -12,12 +14,32 @@ namespace ferry {
 
 namespace {
 
+/// Consumers kept for the next get, at most this many (a burst of
+/// concurrent gets spawns more; those beyond it quit when done).
+constexpr size_t max_idle_consumers = 8;
+
 struct service_state {
   consumer_context ctx;
+  std::vector<caf::actor> idle; // consumers that finished cleanly
+  ~service_state() {
+    for (auto& c : idle)
+      caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+  }
   static inline const char* name = "ferry.consumer_service";
 };
 
 using service_ptr = consumer_service_actor::stateful_pointer<service_state>;
+
+/// An idle consumer, or a new one that reports back here when done.
+caf::actor take_consumer(service_ptr self) {
+  auto& idle = self->state.idle;
+  if (!idle.empty()) {
+    auto c = std::move(idle.back());
+    idle.pop_back();
+    return c;
+  }
+  return spawn_consumer(self->system(), self->state.ctx);
+}
 
 /// Resolves the owner of `h`, then sends it one control call whose JSON
 /// answer `on_body` turns into the promised reply.
@@ -25,58 +47,49 @@ template <class Promise, class Atom, class Request, class OnBody>
 void call_owner(service_ptr self, Promise rp, const data_handle& h, Atom atom,
                 Request req, OnBody on_body) {
   auto timeout = self->state.ctx.cfg.request_timeout;
+  auto call = [=](const caf::actor& owner) mutable {
+    self->request(caf::actor_cast<owner_actor>(owner), timeout, atom, encode(req))
+      .then([=](std::string& body) mutable { on_body(rp, body); },
+            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  };
+  if (auto& peers = self->state.ctx.peers)
+    if (auto known = peers->find(h.owner()))
+      return call(known->owner);
   self->request(self->state.ctx.directory, timeout, lookup_atom::value, h.owner())
-    .then(
-      [=](caf::actor& owner, bool) mutable {
-        auto typed = caf::actor_cast<owner_actor>(owner);
-        self->request(typed, timeout, atom, encode(req))
-          .then([=](std::string& body) mutable { on_body(rp, body); },
-                [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      },
-      [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+    .then([=](caf::actor& owner, bool) mutable { call(owner); },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }
 
 consumer_service_actor::behavior_type service(service_ptr self,
                                               consumer_context ctx) {
   self->state.ctx = std::move(ctx);
+  self->state.ctx.recycle_to = caf::actor_cast<caf::actor>(self);
   return {
+    [=](consumer_idle_atom, caf::actor& c) {
+      if (self->state.idle.size() < max_idle_consumers)
+        self->state.idle.push_back(std::move(c));
+      else
+        self->send_exit(c, caf::exit_reason::user_shutdown);
+    },
     [=](get_atom, const data_handle& h) {
       auto rp = self->make_response_promise<byte_buffer, uint64_t>();
-      auto c = spawn_consumer(self->system(), self->state.ctx);
-      self->request(c, caf::infinite, get_atom::value, h)
-        .then(
-          [=](byte_buffer& bytes, uint64_t lease) mutable {
-            rp.deliver(std::move(bytes), lease);
-          },
-          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+      return rp.delegate(take_consumer(self),
+                         get_atom::value, h);
     },
     [=](get_into_atom, const data_handle& h, mutable_bytes dest) {
       auto rp = self->make_response_promise<uint64_t, uint64_t>();
-      auto c = spawn_consumer(self->system(), self->state.ctx);
-      self->request(c, caf::infinite, get_into_atom::value, h, dest)
-        .then([=](uint64_t n, uint64_t lease) mutable { rp.deliver(n, lease); },
-              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+      return rp.delegate(take_consumer(self),
+                         get_into_atom::value, h, dest);
     },
     [=](get_into_atom, const data_handle& h, pinned_ptr& writer) {
       auto rp = self->make_response_promise<uint64_t, uint64_t>();
-      auto c = spawn_consumer(self->system(), self->state.ctx);
-      self->request(c, caf::infinite, get_into_atom::value, h, std::move(writer))
-        .then([=](uint64_t n, uint64_t lease) mutable { rp.deliver(n, lease); },
-              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+      return rp.delegate(take_consumer(self),
+                         get_into_atom::value, h, std::move(writer));
     },
     [=](get_pinned_atom, const data_handle& h) {
       auto rp = self->make_response_promise<pinned_ptr, uint64_t, uint64_t>();
-      auto c = spawn_consumer(self->system(), self->state.ctx);
-      self->request(c, caf::infinite, get_pinned_atom::value, h)
-        .then(
-          [=](pinned_ptr& block, uint64_t size, uint64_t lease) mutable {
-            rp.deliver(std::move(block), size, lease);
-          },
-          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+      return rp.delegate(take_consumer(self),
+                         get_pinned_atom::value, h);
     },
     [=](pool_alloc_atom, uint64_t bytes) -> caf::result<pinned_ptr> {
       if (!self->state.ctx.pool)

@@ -40,7 +40,9 @@ using consumer_service_actor = caf::typed_actor<
   caf::replies_to<ref_atom, data_handle>::with<uint64_t>,
   caf::replies_to<detach_atom, data_handle, uint64_t>::with<caf::ok_atom>,
   // The refcount left and whether the owner freed the slot.
-  caf::replies_to<release_atom, data_handle, uint64_t>::with<uint64_t, bool>>;
+  caf::replies_to<release_atom, data_handle, uint64_t>::with<uint64_t, bool>,
+  // From a consumer that finished a get cleanly: keep it for the next one.
+  caf::reacts_to<consumer_idle_atom, caf::actor>>;
 
 consumer_service_actor spawn_consumer_service(caf::actor_system& sys,
                                               consumer_context ctx);

@@ -56,6 +56,9 @@ void add_peer(gateway_ptr self, const peer_hello& peer) {
     engine.wake();
     self->state.ucx_peers.insert(peer.worker_id);
   }
+  if (auto& dir = self->state.params.directory)
+    dir->put(peer.worker_id,
+             {peer.owner, self->state.ucx_peers.count(peer.worker_id) > 0});
 }
 
 nlohmann::json describe_peer(const peer_hello& p) {
@@ -79,6 +82,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
           caf::anon_send(engine.actor(), ucx_forget_atom::value, i->first);
           engine.wake();
         }
+        if (auto& dir = self->state.params.directory)
+          dir->erase(i->first);
         self->state.ucx_peers.erase(i->first);
         peers.erase(i);
         return;

@@ -14,6 +14,7 @@
 
 #include "actors/gateway_interface.hpp"
 #include "actors/node_context.hpp"
+#include "actors/peer_directory.hpp"
 #include "actors/ucx_engine.hpp"
 
 namespace ferry {
@@ -23,6 +24,8 @@ struct gateway_params {
   std::shared_ptr<const node_context> node;   // filled before the node publishes
   worker_registry workers;
   ucx_engine_ref engine; // peers with a UCX address are registered here
+  // Mirrors the peer table for consumers (optional; the gateway writes it).
+  std::shared_ptr<peer_directory> directory;
   // The port the node listens on, known only once it has published.
   std::shared_ptr<std::atomic<uint16_t>> port
     = std::make_shared<std::atomic<uint16_t>>(0);

@@ -39,5 +39,7 @@ using metadata_atom = caf::atom_constant<caf::atom("metadata")>;
 using ref_atom = caf::atom_constant<caf::atom("ref")>;
 using detach_atom = caf::atom_constant<caf::atom("detach")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
+// A consumer that finished cleanly, back to the service for the next get.
+using consumer_idle_atom = caf::atom_constant<caf::atom("cons_idle")>;
 
 } // namespace ferry

@@ -136,11 +136,14 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   gp.node = ctx_;
   gp.workers = std::move(workers);
   gp.engine = engine_;
+  gp.directory = std::make_shared<peer_directory>();
   published_port_ = gp.port;
+  auto directory = gp.directory;
   gateway_ = spawn_gateway(*sys_, std::move(gp));
 
   consumer_context cc;
   cc.directory = gateway_;
+  cc.peers = std::move(directory);
   cc.cfg = cfg_.consumer_config();
   cc.cfg.rdma_configured = has_ucx();
   cc.metrics = consumer_metrics_.get();

@@ -58,9 +58,11 @@ struct ActorFixture : ::testing::Test {
     gateway_params gp;
     gp.identity.worker_id = worker;
     gp.node = ctx;
+    gp.directory = peers;
     gw = spawn_gateway(sys, gp);
     consumer_context cc;
     cc.directory = gw;
+    cc.peers = peers;
     cc.cfg.pull_window = 2;
     cc.metrics = &cm;
     ctx->consumer = spawn_consumer_service(sys, cc);
@@ -125,6 +127,7 @@ struct ActorFixture : ::testing::Test {
   owner_metrics om;
   consumer_metrics cm;
   std::shared_ptr<node_context> ctx;
+  std::shared_ptr<peer_directory> peers = std::make_shared<peer_directory>();
   gateway_actor gw;
 };
 
@@ -185,6 +188,61 @@ TEST_F(ActorChunked, UnknownHandleAndUnknownOwner) {
                                        data_handle{worker + 1, 1});
   EXPECT_TRUE(is(o.error, errc::unknown_owner)) << describe(o.error);
   EXPECT_EQ(cm.gets_failed->Value(), 2);
+}
+
+TEST_F(ActorChunked, AConsumerThatFinishedCleanlyServesTheNextGet) {
+  for (size_t n : {chunk / 2, 3 * chunk, 2 * chunk + 7}) {
+    auto h = stage(n);
+    auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+    ASSERT_TRUE(r.values) << describe(r.error);
+    auto& bytes = std::get<0>(*r.values);
+    ASSERT_EQ(bytes.size(), n);
+    for (size_t i = 0; i < n; ++i)
+      ASSERT_EQ(bytes[i], static_cast<char>(i % 251)) << n << " @" << i;
+  }
+  EXPECT_EQ(cm.consumers_started->Value(), 1);
+  // Its answered requests left no timer behind (CAF 0.17 keeps them armed
+  // for a live actor unless cancelled).
+  sched.run();
+  EXPECT_FALSE(sched.has_pending_timeout());
+  // A failed get ends its consumer (replies of that get may still come);
+  // the next get starts a fresh one and is served whole.
+  auto bad = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value,
+                                         data_handle{worker, 999});
+  EXPECT_TRUE(is(bad.error, errc::unknown_handle)) << describe(bad.error);
+  auto h = stage(chunk + 1);
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(r.values) << describe(r.error);
+  EXPECT_EQ(std::get<0>(*r.values).size(), chunk + 1);
+  EXPECT_EQ(cm.consumers_started->Value(), 2);
+  EXPECT_EQ(cm.gets_ok->Value(), 4);
+}
+
+TEST_F(ActorChunked, TheGatewayKeepsThePeerDirectoryInStep) {
+  constexpr uint64_t peer = 9;
+  // A stand-in for the peer's gateway, which the gateway monitors.
+  auto peer_gateway = sys.spawn([](caf::event_based_actor*, int) {
+    return caf::behavior{[](int) {}};
+  }, 0);
+  peer_hello hello;
+  hello.worker_id = peer;
+  hello.gateway = peer_gateway;
+  hello.owner = caf::actor_cast<caf::actor>(ctx->owner);
+  auto added = call<caf::ok_atom>(gw, add_peer_atom::value, hello);
+  ASSERT_TRUE(added.values) << describe(added.error);
+  auto known = peers->find(peer);
+  ASSERT_TRUE(known);
+  EXPECT_EQ(known->owner, hello.owner);
+  EXPECT_FALSE(known->ucx); // no UCX engine on this node
+  EXPECT_FALSE(peers->find(worker + 1)); // never announced
+  // The peer goes: the directory forgets it with the gateway, and a get of
+  // its handle fails as an unknown owner.
+  caf::anon_send_exit(peer_gateway, caf::exit_reason::kill);
+  sched.run();
+  EXPECT_FALSE(peers->find(peer));
+  auto o = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value,
+                                       data_handle{peer, 1});
+  EXPECT_TRUE(is(o.error, errc::unknown_owner)) << describe(o.error);
 }
 
 TEST_F(ActorChunked, MalformedBodiesGetErrorRepliesAndTheOwnerLivesOn) {

@@ -1,0 +1,25 @@
+#include "actors/peer_directory.hpp"
+
+#include <mutex>
+
+namespace ferry {
+
+void peer_directory::put(uint64_t worker_id, entry e) {
+  std::unique_lock<std::shared_mutex> lock{mx_};
+  peers_[worker_id] = std::move(e);
+}
+
+void peer_directory::erase(uint64_t worker_id) {
+  std::unique_lock<std::shared_mutex> lock{mx_};
+  peers_.erase(worker_id);
+}
+
+std::optional<peer_directory::entry> peer_directory::find(uint64_t worker_id) const {
+  std::shared_lock<std::shared_mutex> lock{mx_};
+  auto i = peers_.find(worker_id);
+  if (i == peers_.end())
+    return std::nullopt;
+  return i->second;
+}
+
+} // namespace ferry

@@ -1,0 +1,34 @@
+// peer_directory: a read-mostly copy of the gateway's peer table that a
+// consumer reads in place, without a message round trip to the gateway
+// (one hop less on every get). The gateway is its only writer and stays the
+// authority: a miss here only means "ask the gateway", which also answers
+// for this node itself and names the error for an unknown worker.
+// Thread-safe: readers share a lock, the gateway writes under it alone.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include <caf/actor.hpp>
+
+namespace ferry {
+
+class peer_directory {
+public:
+  struct entry {
+    caf::actor owner; // the peer's owner actor (a proxy)
+    bool ucx = false; // registered on this node's UCX engine
+  };
+
+  void put(uint64_t worker_id, entry e);
+  void erase(uint64_t worker_id);
+  std::optional<entry> find(uint64_t worker_id) const;
+
+private:
+  mutable std::shared_mutex mx_;
+  std::unordered_map<uint64_t, entry> peers_;
+};
+
+} // namespace ferry
