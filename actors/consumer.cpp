@@ -266,8 +266,7 @@ void run_get(consumer_ptr self, const rv_rdma_grant& grant,
         // (rdma/warm_destination.hpp).
         switch (st.into) {
           case consumer_state::mode::buffer:
-            resize_for_bulk(st.buffer, desc.len);
-            std::memcpy(st.buffer.data(), block->data(), desc.len);
+            assign_for_bulk(st.buffer, block->data(), desc.len);
             if (auto* warm = st.ctx.engine.warm())
               warm->keep(block);
             break;

@@ -6,7 +6,10 @@
 
 namespace ferry {
 
-void resize_for_bulk(byte_buffer& buf, size_t size) {
+namespace {
+
+/// Gives `buf` room for `size` bytes, advised huge before the first touch.
+void reserve_for_bulk(byte_buffer& buf, size_t size) {
   constexpr size_t huge = 2 * 1024 * 1024;
   if (size >= 2 * huge && buf.capacity() < size) {
     byte_buffer fresh;
@@ -18,7 +21,19 @@ void resize_for_bulk(byte_buffer& buf, size_t size) {
       madvise(reinterpret_cast<void*>(first), last - first, MADV_HUGEPAGE);
     buf.swap(fresh);
   }
+}
+
+} // namespace
+
+void resize_for_bulk(byte_buffer& buf, size_t size) {
+  reserve_for_bulk(buf, size);
   buf.resize(size);
+}
+
+void assign_for_bulk(byte_buffer& buf, const char* src, size_t size) {
+  buf.clear();
+  reserve_for_bulk(buf, size);
+  buf.assign(src, src + size); // copies into the room: no zero fill first
 }
 
 } // namespace ferry

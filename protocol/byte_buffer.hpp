@@ -16,6 +16,10 @@ using byte_buffer = std::vector<char>;
 /// 64 MiB buffer would otherwise take 16k faults.
 void resize_for_bulk(byte_buffer& buf, size_t size);
 
+/// Makes `buf` a copy of [src, src + size) the same way, without the zero
+/// fill a resize does first (a whole extra pass over the memory).
+void assign_for_bulk(byte_buffer& buf, const char* src, size_t size);
+
 /// A caller-owned destination for get_into. Local only: it never crosses a
 /// node, and the caller keeps the memory alive until the reply arrives.
 struct mutable_bytes {

@@ -8,6 +8,7 @@
 #include <caf/actor_system_config.hpp>
 #include <nlohmann/json.hpp>
 
+#include "protocol/byte_buffer.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rv_messages.hpp"
@@ -176,4 +177,15 @@ TEST(ProtocolErrors, DescribeNamesCodeAndContext) {
   EXPECT_FALSE(is(err, errc::unknown_lease));
   EXPECT_EQ(describe(err), "unknown_handle: no slot for handle x");
   EXPECT_EQ(describe(caf::error{}), "no error");
+}
+
+TEST(ProtocolBuffer, BulkAssignCopiesExactlyAndReplacesOldContents) {
+  for (size_t n : {size_t{0}, size_t{7}, size_t{5} << 20}) { // 5 MiB: huge-page advice
+    byte_buffer src(n);
+    for (size_t i = 0; i < n; ++i)
+      src[i] = static_cast<char>((i * 31 + 7) % 253);
+    byte_buffer dst(3, 'x'); // old contents must go
+    assign_for_bulk(dst, src.data(), n);
+    EXPECT_EQ(dst, src) << n;
+  }
 }
