@@ -47,13 +47,6 @@ uint64_t random_nonzero_u64() {
   return x;
 }
 
-size_t scheduler_threads(const node_config& cfg) {
-  if (cfg.scheduler_threads > 0)
-    return cfg.scheduler_threads;
-  auto hw = std::max(1u, std::thread::hardware_concurrency());
-  return std::min<size_t>(4, hw);
-}
-
 } // namespace
 
 caf::expected<std::pair<std::string, uint16_t>>
@@ -108,7 +101,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
     extra_types(*sys_cfg_);
   sys_cfg_->load<caf::io::middleman>();
   sys_cfg_->set("scheduler.policy", caf::atom_from_string(cfg_.scheduler_policy));
-  sys_cfg_->set("scheduler.max-threads", scheduler_threads(cfg_));
+  sys_cfg_->set("scheduler.max-threads", cfg_.effective_scheduler_threads());
   sys_cfg_->set("middleman.heartbeat-interval",
                 caf::timespan{std::chrono::milliseconds{cfg_.heartbeat_interval_ms}});
   sys_cfg_->set("middleman.connection-timeout",

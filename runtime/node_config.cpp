@@ -1,6 +1,16 @@
 #include "runtime/node_config.hpp"
 
+#include <algorithm>
+#include <thread>
+
 namespace ferry {
+
+size_t node_config::effective_scheduler_threads() const {
+  if (scheduler_threads > 0)
+    return scheduler_threads;
+  size_t hw = std::max(1u, std::thread::hardware_concurrency());
+  return std::clamp<size_t>(hw / 2, 1, 4);
+}
 
 ferry::owner_config node_config::owner_config() const {
   ferry::owner_config c;

@@ -31,7 +31,7 @@ struct node_config {
 
   // -- CAF -------------------------------------------------------------------
   std::string scheduler_policy = "sharing"; // 15 us local round trip vs 91 us
-  size_t scheduler_threads = 0;             // 0: min(4, hardware threads)
+  size_t scheduler_threads = 0;             // 0: effective_scheduler_threads()
   uint64_t heartbeat_interval_ms = 200;     // notices a hung peer
   uint64_t connection_timeout_ms = 2000;
 
@@ -92,6 +92,13 @@ struct node_config {
 
   ferry::owner_config owner_config() const;
   ferry::consumer_config consumer_config() const;
+
+  /// scheduler_threads, or by default half the hardware threads, 1 to 4.
+  /// A node has more busy threads than its scheduler's (the middleman's
+  /// multiplexer, CAF's clock, the UCX engine, the arena pool), and every
+  /// hop between actors wakes one of them. On 2 vCPUs, 2 scheduler threads
+  /// made a warm 4 KiB get ~25% slower than 1 (docs/performance.md).
+  size_t effective_scheduler_threads() const;
 };
 
 } // namespace ferry

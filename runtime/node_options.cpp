@@ -21,7 +21,7 @@ void add_client_options(CLI::App& app, node_config& cfg) {
                  "trace, debug, info, warn, error or off")
     ->capture_default_str();
   app.add_option("--scheduler-threads", cfg.scheduler_threads,
-                 "CAF scheduler threads (0: min(4, cores))")
+                 "CAF scheduler threads (0: half the cores, 1 to 4)")
     ->capture_default_str();
   app.add_option("--ucx", cfg.ucx, "Add the UCX transport (the RDMA path)")
     ->capture_default_str();

@@ -15,8 +15,8 @@ using bench_prepare_atom = caf::atom_constant<caf::atom("b_prepare")>;
 using bench_fetch_atom = caf::atom_constant<caf::atom("b_fetch")>;
 using bench_ping_atom = caf::atom_constant<caf::atom("b_ping")>;
 
-/// A config like ferry::node builds: policy "sharing", min(4, cores)
-/// threads, middleman loaded, logger quiet.
+/// A config like ferry::node builds: policy "sharing", the node's default
+/// scheduler threads, middleman loaded, logger quiet.
 void configure_caf(caf::actor_system_config& cfg);
 
 } // namespace ferry::bench
