@@ -69,10 +69,13 @@ bench::bench_options options_of(const bench_command& cmd) {
     o.concurrency_sizes = parse_sizes(cmd.concurrency_sizes);
   if (!cmd.consumers.empty())
     o.consumer_counts = cmd.consumers;
-  if (cmd.warmup >= 0)
+  if (cmd.warmup >= 0) {
     o.warmup = cmd.warmup;
+    o.min_warmup_s = 0;
+  }
   if (cmd.repeats > 0) {
     o.repeats = cmd.repeats;
+    o.min_timed_s = 0;
     o.cold_repeats = cmd.repeats;
   }
   o.knobs = cmd.knobs;

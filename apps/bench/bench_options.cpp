@@ -15,6 +15,8 @@ bench_options default_options(bool quick) {
     o.cold_repeats = 3;
     o.rtt_repeats = 200;
     o.point_budget_s = 4;
+    o.min_warmup_s = 0.01;
+    o.min_timed_s = 0.03;
   } else {
     for (uint64_t s = 4 * KiB; s <= 256 * MiB; s *= 4)
       o.sizes.push_back(s); // 4 KiB, 16 KiB, ..., 64 MiB, 256 MiB

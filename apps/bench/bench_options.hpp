@@ -30,8 +30,15 @@ struct bench_options {
   std::vector<uint64_t> sizes;      // payload sizes of every transfer scenario
   std::vector<uint64_t> concurrency_sizes; // per-consumer sizes, concurrency rows
   std::vector<int> consumer_counts; // concurrency: consumers pulling at once
-  int warmup = 2;                   // untimed runs per point
-  int repeats = 7;                  // timed runs per point
+  int warmup = 2;                   // untimed runs per point, at least
+  int repeats = 7;                  // timed runs per point, at least
+  // A quick point runs on until it has warmed up and been timed for these
+  // long (at most max_runs runs each), so a 4 KiB median rests on as many
+  // samples as caf_request_rtt's and not on a cold handful. 0: exactly
+  // warmup / repeats runs (as with --warmup / --repeats).
+  double min_warmup_s = 0.05;
+  double min_timed_s = 0.2;
+  int max_runs = 300;
   int cold_repeats = 5;             // fresh pairs per point (cold rows)
   int rtt_repeats = 1000;           // round trips of caf_request_rtt
   double point_budget_s = 20;       // stop repeating a point after this (>= 3 runs)

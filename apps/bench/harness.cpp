@@ -28,18 +28,27 @@ struct repeat_plan {
   int warmup;
   int repeats;
   double budget_s;
+  double min_warmup_s = 0; // quick points run on for these long
+  double min_timed_s = 0;
+  int max_runs = 0;
 };
 
 repeat_plan plan_of(const scenario_entry& e, const bench_options& o) {
   switch (e.repeats) {
-    case repeat_kind::cold:
+    case repeat_kind::cold: // every run is a fresh pair: exactly as many
       return {0, o.cold_repeats, o.point_budget_s};
     case repeat_kind::rtt:
       return {10, o.rtt_repeats, o.point_budget_s};
     case repeat_kind::normal:
       break;
   }
-  return {o.warmup, o.repeats, o.point_budget_s};
+  return {o.warmup, o.repeats, o.point_budget_s,
+          o.min_warmup_s, o.min_timed_s, o.max_runs};
+}
+
+/// Whether run `i` (0-based) of a loop started at `t0` is still due.
+bool run_due(int i, int at_least, double min_s, int max_runs, clock_type::time_point t0) {
+  return i < at_least || (i < max_runs && since(t0) < min_s);
 }
 
 // Measures one point on a started runner.
@@ -54,7 +63,8 @@ point_result measure(scenario_runner& r, const scenario_entry& e, int consumers,
     r.finish(bytes);
     return p;
   }
-  for (int i = 0; i < plan.warmup; ++i) {
+  auto w0 = clock_type::now();
+  for (int i = 0; run_due(i, plan.warmup, plan.min_warmup_s, plan.max_runs, w0); ++i) {
     auto out = r.run(bytes);
     if (!out.error.empty()) {
       p.error = "warm-up: " + out.error;
@@ -64,7 +74,7 @@ point_result measure(scenario_runner& r, const scenario_entry& e, int consumers,
   }
   std::vector<double> samples;
   auto t0 = clock_type::now();
-  for (int i = 0; i < plan.repeats; ++i) {
+  for (int i = 0; run_due(i, plan.repeats, plan.min_timed_s, plan.max_runs, t0); ++i) {
     auto out = r.run(bytes);
     if (!out.error.empty()) {
       p.error = out.error;
