@@ -86,6 +86,8 @@ arena_pool_actor::behavior_type pool_behavior(pool_ptr self, arena_pool_config c
   st.budget = std::make_unique<registered_budget>(budget_bytes);
   st.pool = std::make_unique<arena_pool>(cfg, std::move(mapper), *st.budget);
   st.regions = std::make_unique<region_registry>(*st.budget, std::move(external));
+  // A caller woken by a release reads the gauges already settled.
+  st.regions->set_before_release([self] { update_metrics(self); });
   st.metrics = metrics;
   std::chrono::milliseconds period{0};
   if (cfg.reclaim_after) {

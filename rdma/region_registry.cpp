@@ -21,7 +21,9 @@ region_registry::region_registry(registered_budget& budget,
 
 region_registry::~region_registry() {
   // The pool is going away: whatever is still mapped is unmapped now, and
-  // its caller learns that the memory is released.
+  // its caller learns that the memory is released. The hook's owner may be
+  // half gone by now, so it is not called.
+  before_release_ = nullptr;
   auto left = regions_;
   for (auto& [id, region] : left)
     finish(region, external_region::outcome::drain_timed_out);
@@ -102,6 +104,8 @@ void region_registry::finish(const external_region_ptr& region,
                  pending_.end());
   if (how == external_region::outcome::drain_timed_out)
     timed_out_since_gate_ = true;
+  if (before_release_)
+    before_release_();
   region->mark_released(how);
 }
 

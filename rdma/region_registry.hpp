@@ -7,7 +7,9 @@
 // - begin_unregister closes the region's gate and queues it; progress(now)
 //   finishes each queued region once its anchors are gone (drained) or its
 //   deadline passed (drain_timed_out): latch the copy gate, unmap, give the
-//   pages back to the budget, resolve the release signal — in that order.
+//   pages back to the budget, call the before_release hook (the pool's
+//   gauges), resolve the release signal — in that order, so whoever waits
+//   on the signal sees the pool's numbers already settled.
 // - gate_all is the shutdown sweep: refuse new registrations and queue
 //   every region under one deadline.
 // - Destroying the registry finishes whatever is left (drain_timed_out), so
@@ -63,6 +65,12 @@ public:
   /// some are still queued.
   bool progress(clock_type::time_point now);
 
+  /// Called for each finished region after its pages are back and before
+  /// its release signal resolves. Not called by the destructor.
+  void set_before_release(std::function<void()> hook) {
+    before_release_ = std::move(hook);
+  }
+
   /// Refuses new registrations and queues every region until `deadline`.
   void gate_all(clock_type::time_point deadline);
   bool gated() const { return gated_; }
@@ -84,6 +92,7 @@ private:
 
   registered_budget* budget_;
   external_mapper mapper_;
+  std::function<void()> before_release_;
   std::map<uint64_t, external_region_ptr> regions_; // mapped, by id
   std::vector<queued> pending_;
   uint64_t next_id_ = 1;

@@ -217,3 +217,26 @@ TEST_F(RegionRegistry, OwnedBufferComesBackOnlyWhenReleasedOrNeverMapped) {
 }
 
 } // namespace
+
+TEST_F(RegionRegistry, TheHookSeesTheRegionGoneBeforeItsSignalResolves) {
+  auto r = region_at(0, 8192);
+  registry->register_region(r);
+  int calls = 0;
+  registry->set_before_release([&] {
+    ++calls;
+    EXPECT_FALSE(r->released()) << "the hook runs before the signal";
+    EXPECT_EQ(live, 0) << "after the unmap";
+    EXPECT_EQ(budget.used(), 0u) << "after the pages are back";
+    EXPECT_EQ(registry->live(), 0u);
+  });
+  registry->begin_unregister(r, t0 + 1s);
+  EXPECT_FALSE(registry->progress(t0));
+  EXPECT_EQ(calls, 1);
+  EXPECT_TRUE(r->released());
+  // Teardown finishes what is left without calling the hook.
+  auto left = region_at(0, 4096);
+  registry->register_region(left);
+  registry.reset();
+  EXPECT_TRUE(left->released());
+  EXPECT_EQ(calls, 1);
+}
