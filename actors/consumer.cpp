@@ -10,6 +10,7 @@
 #include <prometheus/counter.h>
 
 #include "actors/consumer_metrics.hpp"
+#include "actors/owner_lookup.hpp"
 #include "actors/path_metrics.hpp"
 #include "actors/rdma_metrics.hpp"
 #include "protocol/errors.hpp"
@@ -418,16 +419,10 @@ void start(consumer_ptr self, const data_handle& h) {
                             "owner of " + to_string(self->state.handle)
                               + " went down: " + to_string(dm.reason)));
   });
-  if (st.ctx.peers)
-    if (auto known = st.ctx.peers->find(h.owner()))
-      return on_owner(self, std::move(known->owner), known->ucx);
-  self
-    ->request(st.ctx.directory, st.ctx.cfg.request_timeout, lookup_atom::value,
-              h.owner())
-    .then([=](caf::actor& owner, bool ucx_peer) {
-            on_owner(self, std::move(owner), ucx_peer);
-          },
-          [=](caf::error& err) { fail(self, std::move(err)); });
+  find_owner(
+    self, st.ctx, h.owner(),
+    [=](caf::actor owner, bool ucx_peer) { on_owner(self, std::move(owner), ucx_peer); },
+    [=](caf::error& err) { fail(self, std::move(err)); });
 }
 
 caf::behavior consumer(consumer_ptr self, consumer_context ctx) {

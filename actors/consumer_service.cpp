@@ -7,6 +7,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 
+#include "actors/owner_lookup.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rv_messages.hpp"
 
@@ -47,17 +48,14 @@ template <class Promise, class Atom, class Request, class OnBody>
 void call_owner(service_ptr self, Promise rp, const data_handle& h, Atom atom,
                 Request req, OnBody on_body) {
   auto timeout = self->state.ctx.cfg.request_timeout;
-  auto call = [=](const caf::actor& owner) mutable {
-    self->request(caf::actor_cast<owner_actor>(owner), timeout, atom, encode(req))
-      .then([=](std::string& body) mutable { on_body(rp, body); },
-            [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-  };
-  if (auto& peers = self->state.ctx.peers)
-    if (auto known = peers->find(h.owner()))
-      return call(known->owner);
-  self->request(self->state.ctx.directory, timeout, lookup_atom::value, h.owner())
-    .then([=](caf::actor& owner, bool) mutable { call(owner); },
-          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+  find_owner(
+    self, self->state.ctx, h.owner(),
+    [=](caf::actor owner, bool) mutable {
+      self->request(caf::actor_cast<owner_actor>(owner), timeout, atom, encode(req))
+        .then([=](std::string& body) mutable { on_body(rp, body); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+    },
+    [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }
 
 consumer_service_actor::behavior_type service(service_ptr self,
@@ -73,23 +71,20 @@ consumer_service_actor::behavior_type service(service_ptr self,
     },
     [=](get_atom, const data_handle& h) {
       auto rp = self->make_response_promise<byte_buffer, uint64_t>();
-      return rp.delegate(take_consumer(self),
-                         get_atom::value, h);
+      return rp.delegate(take_consumer(self), get_atom::value, h);
     },
     [=](get_into_atom, const data_handle& h, mutable_bytes dest) {
       auto rp = self->make_response_promise<uint64_t, uint64_t>();
-      return rp.delegate(take_consumer(self),
-                         get_into_atom::value, h, dest);
+      return rp.delegate(take_consumer(self), get_into_atom::value, h, dest);
     },
     [=](get_into_atom, const data_handle& h, pinned_ptr& writer) {
       auto rp = self->make_response_promise<uint64_t, uint64_t>();
-      return rp.delegate(take_consumer(self),
-                         get_into_atom::value, h, std::move(writer));
+      return rp.delegate(take_consumer(self), get_into_atom::value, h,
+                         std::move(writer));
     },
     [=](get_pinned_atom, const data_handle& h) {
       auto rp = self->make_response_promise<pinned_ptr, uint64_t, uint64_t>();
-      return rp.delegate(take_consumer(self),
-                         get_pinned_atom::value, h);
+      return rp.delegate(take_consumer(self), get_pinned_atom::value, h);
     },
     [=](pool_alloc_atom, uint64_t bytes) -> caf::result<pinned_ptr> {
       if (!self->state.ctx.pool)

@@ -129,9 +129,9 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   gp.node = ctx_;
   gp.workers = std::move(workers);
   gp.engine = engine_;
-  gp.directory = std::make_shared<peer_directory>();
+  auto directory = std::make_shared<peer_directory>();
+  gp.directory = directory;
   published_port_ = gp.port;
-  auto directory = gp.directory;
   gateway_ = spawn_gateway(*sys_, std::move(gp));
 
   consumer_context cc;

@@ -1,6 +1,5 @@
 #include "apps/bench/caf_setup.hpp"
 
-
 #include <caf/io/middleman.hpp>
 
 #include "runtime/node_config.hpp"
