@@ -119,11 +119,11 @@ void finish(consumer_ptr self) {
   recycle(self);
 }
 
+/// Where chunks land in caller-provided or pooled memory (a plain get's
+/// own buffer grows with place_at instead).
 char* destination(consumer_ptr self) {
   auto& st = self->state;
   switch (st.into) {
-    case consumer_state::mode::buffer:
-      return st.buffer.data();
     case consumer_state::mode::raw:
       return st.dest.data;
     default:
@@ -145,7 +145,12 @@ void on_chunk(consumer_ptr self, uint64_t index, byte_buffer& chunk) {
                                    + std::to_string(chunk.size())
                                    + " bytes, expected "
                                    + std::to_string(expected)));
-  std::memcpy(destination(self) + offset, chunk.data(), chunk.size());
+  if (st.into != consumer_state::mode::buffer)
+    std::memcpy(destination(self) + offset, chunk.data(), chunk.size());
+  else if (chunk.size() == st.ready.total_len)
+    st.buffer.swap(chunk); // the whole payload in one chunk: no copy at all
+  else
+    place_at(st.buffer, offset, chunk.data(), chunk.size());
   if (st.ctx.metrics)
     st.ctx.metrics->chunks_pulled->Increment();
   --st.in_flight;
@@ -337,7 +342,8 @@ void on_acquired(consumer_ptr self, const std::string& body) {
     return fail(self, std::move(err));
   if (st.into == consumer_state::mode::buffer) {
     try {
-      resize_for_bulk(st.buffer, st.ready.total_len);
+      // Room only: in-order chunks are appended (place_at), not zeroed first.
+      reserve_for_bulk(st.buffer, st.ready.total_len);
     } catch (const std::bad_alloc&) {
       return fail(self, make_error(errc::payload_too_large,
                                    "cannot allocate "

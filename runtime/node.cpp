@@ -72,7 +72,7 @@ parse_endpoint(const std::string& endpoint) {
 /// The mmap threshold sits at glibc's maximum (32 MiB): results up to that
 /// size reuse warm heap pages (at 4 MiB, a fresh mapping per result made a
 /// 4 MiB get ~10x slower than a 3 MiB one); larger ones get huge pages
-/// (resize_for_bulk).
+/// (reserve_for_bulk).
 static void tune_malloc_once() {
   static std::once_flag once;
   std::call_once(once, [] {

@@ -179,6 +179,38 @@ TEST(ProtocolErrors, DescribeNamesCodeAndContext) {
   EXPECT_EQ(describe(caf::error{}), "no error");
 }
 
+TEST(ProtocolBuffer, PlaceAtBuildsThePayloadFromChunksInAnyOrder) {
+  const size_t chunk = 5, total = 23; // five chunks, the last one short
+  byte_buffer src(total);
+  for (size_t i = 0; i < total; ++i)
+    src[i] = static_cast<char>('a' + i);
+  const std::vector<std::vector<size_t>> orders = {
+    {0, 1, 2, 3, 4}, {4, 3, 2, 1, 0}, {1, 0, 3, 2, 4}, {2, 4, 0, 3, 1}};
+  for (const auto& order : orders) {
+    byte_buffer dst;
+    reserve_for_bulk(dst, total);
+    for (auto index : order) {
+      auto offset = index * chunk;
+      place_at(dst, offset, src.data() + offset, std::min(chunk, total - offset));
+    }
+    EXPECT_EQ(dst, src) << "order starting " << order[0] << order[1];
+  }
+}
+
+TEST(ProtocolBuffer, ReserveEmptiesAndLeavesRoomForTheWholePayload) {
+  for (size_t n : {size_t{9}, size_t{5} << 20}) {
+    byte_buffer buf(3, 'x');
+    reserve_for_bulk(buf, n);
+    EXPECT_TRUE(buf.empty());
+    EXPECT_GE(buf.capacity(), n);
+    auto* room = buf.data();
+    byte_buffer part(n / 2, 'y');
+    place_at(buf, 0, part.data(), part.size());
+    place_at(buf, part.size(), part.data(), part.size());
+    EXPECT_EQ(buf.data(), room) << "appends within the room must not reallocate";
+  }
+}
+
 TEST(ProtocolBuffer, BulkAssignCopiesExactlyAndReplacesOldContents) {
   for (size_t n : {size_t{0}, size_t{7}, size_t{5} << 20}) { // 5 MiB: huge-page advice
     byte_buffer src(n);
