@@ -13,6 +13,7 @@
 #include "actors/owner_lookup.hpp"
 #include "actors/path_metrics.hpp"
 #include "actors/rdma_metrics.hpp"
+#include "protocol/chunk_bytes.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
@@ -133,7 +134,7 @@ char* destination(consumer_ptr self) {
 
 void pump(consumer_ptr self);
 
-void on_chunk(consumer_ptr self, uint64_t index, byte_buffer& chunk) {
+void on_chunk(consumer_ptr self, uint64_t index, const chunk_bytes& chunk) {
   auto& st = self->state;
   if (st.done)
     return;
@@ -145,12 +146,10 @@ void on_chunk(consumer_ptr self, uint64_t index, byte_buffer& chunk) {
                                    + std::to_string(chunk.size())
                                    + " bytes, expected "
                                    + std::to_string(expected)));
-  if (st.into != consumer_state::mode::buffer)
-    std::memcpy(destination(self) + offset, chunk.data(), chunk.size());
-  else if (chunk.size() == st.ready.total_len)
-    st.buffer.swap(chunk); // the whole payload in one chunk: no copy at all
-  else
+  if (st.into == consumer_state::mode::buffer)
     place_at(st.buffer, offset, chunk.data(), chunk.size());
+  else
+    std::memcpy(destination(self) + offset, chunk.data(), chunk.size());
   if (st.ctx.metrics)
     st.ctx.metrics->chunks_pulled->Increment();
   --st.in_flight;
@@ -168,7 +167,7 @@ void pump(consumer_ptr self) {
     self
       ->request(st.owner, st.ctx.cfg.request_timeout, rv_pull_atom::value,
                 encode(rv_pull_request{st.ready.transfer_id, index}))
-      .then([=](byte_buffer& chunk) { on_chunk(self, index, chunk); },
+      .then([=](const chunk_bytes& chunk) { on_chunk(self, index, chunk); },
             [=](caf::error& err) { fail(self, std::move(err)); });
   }
 }

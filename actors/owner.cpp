@@ -36,7 +36,7 @@ struct owner_state {
   bool draining = false;
   lease_reaper_actor reaper;
   bool reaper_armed = false; // until a sweep reports no deadline left
-  std::vector<caf::typed_response_promise<byte_buffer>> stalled; // test hook
+  std::vector<caf::typed_response_promise<chunk_bytes>> stalled; // test hook
   static inline const char* name = "ferry.owner";
 };
 
@@ -268,7 +268,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       resp.ready = *ready;
       return encode(resp);
     },
-    [=](rv_pull_atom, const std::string& body) -> caf::result<byte_buffer> {
+    [=](rv_pull_atom, const std::string& body) -> caf::result<chunk_bytes> {
       auto req = decode<rv_pull_request>(body);
       if (!req)
         return req.error();
@@ -278,7 +278,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
         return chunk.error();
 #ifdef FERRY_TEST_HOOKS
       if (req->index >= self->state.cfg.stall_pulls_from) {
-        auto rp = self->make_response_promise<byte_buffer>();
+        auto rp = self->make_response_promise<chunk_bytes>();
         self->state.stalled.push_back(rp);
         return rp;
       }

@@ -1,6 +1,7 @@
 // owner_actor: the typed interface of a node's owner. The seven rendezvous
 // calls take and answer JSON bodies (protocol/rv_messages.hpp), so skewed
-// versions of ferry talk; _rv_pull answers raw chunk bytes.
+// versions of ferry talk; _rv_pull answers raw chunk bytes (chunk_bytes: a
+// view of the staged payload, serialized without a copy in the owner).
 #pragma once
 
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include "actors/rdma_types.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/byte_buffer.hpp"
+#include "protocol/chunk_bytes.hpp"
 #include "protocol/data_handle.hpp"
 
 namespace ferry {
@@ -19,7 +21,7 @@ namespace ferry {
 using owner_actor = caf::typed_actor<
   caf::replies_to<rv_metadata_atom, std::string>::with<std::string>,
   caf::replies_to<rv_acquire_atom, std::string>::with<std::string>,
-  caf::replies_to<rv_pull_atom, std::string>::with<byte_buffer>,
+  caf::replies_to<rv_pull_atom, std::string>::with<chunk_bytes>,
   caf::replies_to<rv_ref_atom, std::string>::with<std::string>,
   caf::replies_to<rv_detach_atom, std::string>::with<std::string>,
   caf::replies_to<rv_release_atom, std::string>::with<std::string>,

@@ -28,7 +28,7 @@ data_handle slot_store::register_data(byte_buffer bytes, time_point now,
                                       std::optional<duration> ttl) {
   slot s;
   s.len = bytes.size();
-  s.bytes = std::move(bytes);
+  s.bytes = std::make_shared<const byte_buffer>(std::move(bytes));
   return add_slot(std::move(s), now, ttl);
 }
 
@@ -59,7 +59,8 @@ uint64_t slot_store::demote_pinned() {
   for (auto& [id, s] : slots_) {
     if (!s.pinned || s.region)
       continue;
-    s.bytes.assign(s.pinned->data(), s.pinned->data() + s.len);
+    s.bytes = std::make_shared<const byte_buffer>(s.pinned->data(),
+                                                  s.pinned->data() + s.len);
     s.pinned.reset();
     ++demoted;
   }
@@ -152,7 +153,7 @@ caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
   return rv_ready{lease_id, l.transfer_id, chunk_size_, chunk_count(*s), s->len};
 }
 
-caf::expected<byte_buffer>
+caf::expected<chunk_bytes>
 slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
   auto t = transfers_.find(transfer_id);
   if (t == transfers_.end())
@@ -169,10 +170,15 @@ slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
     l.expires_at = now + l.deadline_period;
   auto offset = index * chunk_size_;
   auto len = std::min<uint64_t>(chunk_size_, s.len - offset);
-  if (!s.region)
-    return byte_buffer(s.data() + offset, s.data() + offset + len);
-  byte_buffer out(len);
-  if (!s.region->copy_out(s.region_offset + offset, len, out.data()))
+  if (!s.region) {
+    std::shared_ptr<const void> keep_alive = s.pinned;
+    if (!keep_alive)
+      keep_alive = s.bytes;
+    return chunk_bytes::view(std::move(keep_alive), s.data() + offset, len);
+  }
+  char* fill = nullptr;
+  auto out = chunk_bytes::allocate(len, &fill);
+  if (!s.region->copy_out(s.region_offset + offset, len, fill))
     return make_error(errc::draining, "the region this payload lives in "
                                       "was unregistered");
   return out;

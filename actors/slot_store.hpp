@@ -20,6 +20,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <unordered_map>
 
@@ -27,6 +28,7 @@
 #include <caf/expected.hpp>
 
 #include "protocol/byte_buffer.hpp"
+#include "protocol/chunk_bytes.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/rv_messages.hpp"
 #include "rdma/external_region.hpp"
@@ -101,8 +103,10 @@ public:
   caf::expected<rv_ready> acquire(const data_handle& h, time_point now,
                                   duration lease_deadline = duration::zero());
 
-  /// A copy of one chunk of an open transfer; renews the lease's deadline.
-  caf::expected<byte_buffer> pull(uint64_t transfer_id, uint64_t index,
+  /// One chunk of an open transfer; renews the lease's deadline. A view of
+  /// the staged bytes that keeps them alive (a copy for a region's slot,
+  /// whose memory its user may unregister).
+  caf::expected<chunk_bytes> pull(uint64_t transfer_id, uint64_t index,
                                  time_point now);
 
   caf::expected<uint64_t> ref(const data_handle& h);
@@ -134,12 +138,13 @@ private:
   };
 
   struct slot {
-    byte_buffer bytes;   // plain memory, or
+    std::shared_ptr<const byte_buffer> bytes; // plain memory (shared with
+                                              // chunks in flight), or
     pinned_ptr pinned;   // a registered block (or a view of a region)
     external_region_ptr region; // set for a slot staged in a region
     uint64_t region_offset = 0;
     uint64_t len = 0;
-    const char* data() const { return pinned ? pinned->data() : bytes.data(); }
+    const char* data() const { return pinned ? pinned->data() : bytes->data(); }
     uint64_t refcount = 1;
     std::unordered_map<uint64_t, lease> leases;
     std::optional<time_point> expires_at; // time-to-live

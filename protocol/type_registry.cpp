@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "protocol/chunk_bytes.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/peer_hello.hpp"
@@ -15,6 +16,7 @@ void register_protocol_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<data_handle>("ferry::data_handle");
   cfg.add_message_type<std::vector<data_handle>>("ferry::handle_vector");
   cfg.add_message_type<peer_hello>("ferry::peer_hello");
+  cfg.add_message_type<chunk_bytes>("ferry::chunk_bytes");
   cfg.add_message_type<std::vector<uint64_t>>("ferry::u64_vector");
   cfg.add_error_category(error_category, [](uint8_t code, caf::atom_value,
                                             const caf::message& ctx) {

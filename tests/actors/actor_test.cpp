@@ -249,7 +249,7 @@ TEST_F(ActorChunked, MalformedBodiesGetErrorRepliesAndTheOwnerLivesOn) {
   auto r = call<std::string>(ctx->owner, rv_acquire_atom::value,
                              std::string{"{\"handle\":"});
   EXPECT_TRUE(is(r.error, errc::malformed_body)) << describe(r.error);
-  auto p = call<byte_buffer>(ctx->owner, rv_pull_atom::value, std::string{"[]"});
+  auto p = call<chunk_bytes>(ctx->owner, rv_pull_atom::value, std::string{"[]"});
   EXPECT_TRUE(is(p.error, errc::malformed_body)) << describe(p.error);
   auto h = stage(10);
   auto ok = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
@@ -303,7 +303,7 @@ TEST_F(ActorLease, ChunkedLeaseDeadlineIsEnforcedByTheReaper) {
   // A pull at 300 ms renews the deadline to 800 ms.
   sched.advance_time(300ms);
   sched.run();
-  auto p = call<byte_buffer>(ctx->owner, rv_pull_atom::value,
+  auto p = call<chunk_bytes>(ctx->owner, rv_pull_atom::value,
                              encode(rv_pull_request{ready->transfer_id, 0}));
   ASSERT_TRUE(p.values);
   for (int i = 0; i < 4; ++i) { // to 700 ms

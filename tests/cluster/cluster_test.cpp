@@ -202,7 +202,7 @@ TEST_F(ClusterLifecycle, ErrorsAreClearAndLoseNothing) {
   auto ready = decode<rv_acquire_response>(*body)->ready;
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->chunk_count, 3u);
-  auto past = call_owner<rv_pull_atom, byte_buffer>(
+  auto past = call_owner<rv_pull_atom, chunk_bytes>(
     local, remote_owner, rv_pull_atom::value,
     encode(rv_pull_request{ready->transfer_id, 3}));
   ASSERT_FALSE(past);

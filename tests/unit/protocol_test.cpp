@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/byte_buffer.hpp"
+#include "protocol/chunk_bytes.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rv_messages.hpp"
@@ -69,6 +70,55 @@ TEST(ProtocolHandle, CafSerializationRoundTrip) {
   caf::binary_deserializer source{sys, buf};
   ASSERT_FALSE(source(back));
   EXPECT_EQ(back, sample);
+}
+
+class ProtocolChunk : public ::testing::Test {
+protected:
+  ProtocolChunk() : sys{(register_protocol_types(cfg), cfg)} {}
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+};
+
+TEST_F(ProtocolChunk, AViewKeepsItsBytesAliveAndCrossesTheWireLikeAByteVector) {
+  auto payload = std::make_shared<byte_buffer>(100);
+  for (size_t i = 0; i < payload->size(); ++i)
+    (*payload)[i] = static_cast<char>(i * 7 + 1);
+  byte_buffer expected(payload->begin() + 10, payload->begin() + 50);
+  auto chunk = chunk_bytes::view(payload, payload->data() + 10, 40);
+  payload.reset(); // the view alone keeps the memory
+  EXPECT_EQ(byte_buffer(chunk.data(), chunk.data() + chunk.size()), expected);
+
+  std::vector<char> wire, vector_wire;
+  caf::binary_serializer sink{sys, wire};
+  ASSERT_FALSE(sink(chunk));
+  caf::binary_serializer vector_sink{sys, vector_wire};
+  ASSERT_FALSE(vector_sink(expected));
+  EXPECT_EQ(wire, vector_wire);
+
+  chunk_bytes back;
+  caf::binary_deserializer source{sys, wire};
+  ASSERT_FALSE(source(back));
+  EXPECT_EQ(byte_buffer(back.data(), back.data() + back.size()), expected);
+  EXPECT_NE(back.data(), chunk.data()); // its own buffer
+}
+
+TEST_F(ProtocolChunk, ATruncatedChunkIsAnErrorNotAnAllocationOfItsStatedSize) {
+  byte_buffer bytes(1000, 'q');
+  std::vector<char> wire;
+  caf::binary_serializer sink{sys, wire};
+  ASSERT_FALSE(sink(bytes));
+  wire.resize(wire.size() / 2);
+  chunk_bytes back;
+  caf::binary_deserializer source{sys, wire};
+  EXPECT_TRUE(source(back));
+  EXPECT_EQ(back.size(), 0u); // left as it was
+  chunk_bytes empty;
+  std::vector<char> empty_wire;
+  caf::binary_serializer empty_sink{sys, empty_wire};
+  ASSERT_FALSE(empty_sink(empty));
+  caf::binary_deserializer empty_source{sys, empty_wire};
+  ASSERT_FALSE(empty_source(back));
+  EXPECT_EQ(back.size(), 0u);
 }
 
 TEST(ProtocolBodies, AcquireRoundTrip) {

@@ -47,7 +47,7 @@ TEST_F(SlotStore, ChunksCoverThePayloadExactly) {
   for (uint64_t i = 0; i < ready->chunk_count; ++i) {
     auto c = store.pull(ready->transfer_id, i, t0);
     ASSERT_TRUE(c);
-    out.insert(out.end(), c->begin(), c->end());
+    out.insert(out.end(), c->data(), c->data() + c->size());
   }
   EXPECT_EQ(out, payload);
   auto past = store.pull(ready->transfer_id, 3, t0);
@@ -195,7 +195,7 @@ TEST_F(SlotStore, PinnedSlotsServeChunksToo) {
   byte_buffer out;
   for (uint64_t i = 0; i < ready->chunk_count; ++i) {
     auto c = store.pull(ready->transfer_id, i, t0);
-    out.insert(out.end(), c->begin(), c->end());
+    out.insert(out.end(), c->data(), c->data() + c->size());
   }
   EXPECT_EQ(out, payload);
   EXPECT_FALSE(released);
@@ -249,7 +249,7 @@ TEST_F(SlotStore, RegionSlotsCopyChunksUnderTheCopyGate) {
   for (uint64_t i = 0; i < ready->chunk_count; ++i) {
     auto c = store.pull(ready->transfer_id, i, t0);
     ASSERT_TRUE(c);
-    out.insert(out.end(), c->begin(), c->end());
+    out.insert(out.end(), c->data(), c->data() + c->size());
   }
   EXPECT_EQ(out, byte_buffer(memory.begin() + 5, memory.begin() + 15));
   region->latch();
@@ -291,7 +291,7 @@ TEST_F(SlotStore, DemotionCopiesArenaSlotsAndLeavesRegionSlots) {
   byte_buffer out;
   for (uint64_t i = 0; i < ready->chunk_count; ++i) {
     auto c = store.pull(ready->transfer_id, i, t0);
-    out.insert(out.end(), c->begin(), c->end());
+    out.insert(out.end(), c->data(), c->data() + c->size());
   }
   EXPECT_EQ(out, payload);
 }
