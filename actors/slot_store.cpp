@@ -1,6 +1,7 @@
 #include "actors/slot_store.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "protocol/errors.hpp"
@@ -170,14 +171,17 @@ slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
     l.expires_at = now + l.deadline_period;
   auto offset = index * chunk_size_;
   auto len = std::min<uint64_t>(chunk_size_, s.len - offset);
-  if (!s.region) {
-    std::shared_ptr<const void> keep_alive = s.pinned;
-    if (!keep_alive)
-      keep_alive = s.bytes;
-    return chunk_bytes::view(std::move(keep_alive), s.data() + offset, len);
-  }
+  if (s.bytes) // plain memory: the chunk shares it, no copy
+    return chunk_bytes::view(s.bytes, s.bytes->data() + offset, len);
+  // Registered memory is copied: a node's stop unmaps its arenas, which a
+  // reply still queued in CAF must not read, and a region's user may
+  // unregister the region at any time.
   char* fill = nullptr;
   auto out = chunk_bytes::allocate(len, &fill);
+  if (!s.region) {
+    std::memcpy(fill, s.data() + offset, len);
+    return out;
+  }
   if (!s.region->copy_out(s.region_offset + offset, len, fill))
     return make_error(errc::draining, "the region this payload lives in "
                                       "was unregistered");

@@ -104,8 +104,8 @@ public:
                                   duration lease_deadline = duration::zero());
 
   /// One chunk of an open transfer; renews the lease's deadline. A view of
-  /// the staged bytes that keeps them alive (a copy for a region's slot,
-  /// whose memory its user may unregister).
+  /// plain staged bytes that keeps them alive; a copy of registered memory
+  /// (an arena block or a region), whose lifetime the slot does not own.
   caf::expected<chunk_bytes> pull(uint64_t transfer_id, uint64_t index,
                                  time_point now);
 
@@ -139,7 +139,7 @@ private:
 
   struct slot {
     std::shared_ptr<const byte_buffer> bytes; // plain memory (shared with
-                                              // chunks in flight), or
+                                              // chunks in flight), or null
     pinned_ptr pinned;   // a registered block (or a view of a region)
     external_region_ptr region; // set for a slot staged in a region
     uint64_t region_offset = 0;

@@ -34,7 +34,8 @@ void place_at(byte_buffer& buf, size_t offset, const char* src, size_t size) {
   if (offset > buf.size())
     buf.resize(offset); // a gap: zero-filled until its bytes arrive
   size_t over = std::min(size, buf.size() - offset); // bytes already there
-  std::memcpy(buf.data() + offset, src, over);
+  if (over > 0)
+    std::memcpy(buf.data() + offset, src, over);
   buf.insert(buf.end(), src + over, src + size); // the rest: appended, not zeroed
 }
 

@@ -1,7 +1,8 @@
 // chunk_bytes: one chunk of a chunked transfer, as the owner answers a pull.
-// On the owner it is a read-only view of the staged payload that keeps the
-// payload's memory alive, so answering a pull copies nothing: CAF's
-// serializer reads the bytes straight from the slot. On the consumer it owns
+// On the owner it is a read-only view of a plain staged payload that keeps
+// the payload's memory alive, so answering a pull copies nothing: CAF's
+// serializer reads the bytes straight from the slot (registered memory,
+// whose lifetime a slot does not own, is copied into a chunk instead). On the consumer it owns
 // a buffer the deserializer fills without zeroing it first. Between actors
 // of one node the view itself arrives: no copy at all.
 // On the wire it is a byte sequence (length, then the raw bytes).
