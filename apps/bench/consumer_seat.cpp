@@ -68,4 +68,19 @@ std::string consumer_seat::end(bool release) {
   return e ? "detach: " + describe(e) : std::string{};
 }
 
+std::string reseat(std::unique_ptr<consumer_seat>& seat, const ferry_knobs& knobs,
+                   const std::string& owner_endpoint, bool rdma) {
+  if (seat) {
+    auto err = seat->end(false);
+    seat.reset();
+    if (!err.empty())
+      return err;
+  }
+  seat = std::make_unique<consumer_seat>(knobs, owner_endpoint, rdma);
+  auto err = seat->error();
+  if (!err.empty())
+    seat.reset();
+  return err;
+}
+
 } // namespace ferry::bench

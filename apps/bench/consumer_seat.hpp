@@ -46,4 +46,11 @@ private:
   bool holding_ = false;
 };
 
+/// Replaces `seat` with a fresh one connected to `owner_endpoint`: a row's
+/// first seat, or a cold row's next pair. An old seat ends its lease with
+/// detach (the payload stays staged for the new one) and its node stops
+/// before the new node starts. On an error `seat` is left empty.
+std::string reseat(std::unique_ptr<consumer_seat>& seat, const ferry_knobs& knobs,
+                   const std::string& owner_endpoint, bool rdma);
+
 } // namespace ferry::bench

@@ -54,4 +54,12 @@ uint64_t checksum_of(const void* data, size_t size) {
   return checksum64(data, size);
 }
 
+std::string check_payload(const void* data, size_t got, size_t expected) {
+  if (got != expected)
+    return "got " + std::to_string(got) + " bytes, expected " + std::to_string(expected);
+  if (checksum_of(data, got) != expected_checksum(expected))
+    return "checksum mismatch";
+  return {};
+}
+
 } // namespace ferry::bench

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace ferry::bench {
@@ -31,5 +32,9 @@ uint64_t expected_checksum(size_t size, uint64_t seed = payload_seed);
 
 /// ferry::checksum64 of [data, data + size).
 uint64_t checksum_of(const void* data, size_t size);
+
+/// Empty when [data, data + got) is the whole pattern of `expected` bytes
+/// (default seed); otherwise what is wrong, for a failed point's message.
+std::string check_payload(const void* data, size_t got, size_t expected);
 
 } // namespace ferry::bench

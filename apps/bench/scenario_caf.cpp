@@ -90,9 +90,9 @@ public:
       .receive(
         [&](std::vector<char>& payload) {
           auto secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-          if (payload.size() != bytes
-              || checksum_of(payload.data(), bytes) != expected_checksum(bytes))
-            out = run_outcome::failed("checksum mismatch");
+          if (auto err = check_payload(payload.data(), payload.size(), bytes);
+              !err.empty())
+            out = run_outcome::failed(err);
           else
             out = run_outcome::took(secs);
         },

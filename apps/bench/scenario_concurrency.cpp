@@ -37,10 +37,7 @@ using clock_type = std::chrono::steady_clock;
 std::string verify(const caf::expected<get_result>& got, uint64_t bytes) {
   if (!got)
     return describe(got.error());
-  if (got->bytes.size() != bytes
-      || checksum_of(got->bytes.data(), bytes) != expected_checksum(bytes))
-    return "checksum mismatch";
-  return {};
+  return check_payload(got->bytes.data(), got->bytes.size(), bytes);
 }
 
 class concurrent_runner : public scenario_runner {

@@ -34,7 +34,7 @@ public:
     if (auto err = owner_.start(knobs_); !err.empty())
       return err;
     if (mode_ != chunked_mode::cold)
-      return new_seat();
+      return reseat(seat_, knobs_, owner_.endpoint(), false);
     return {};
   }
 
@@ -47,18 +47,9 @@ public:
   }
 
   run_outcome run(uint64_t bytes) override {
-    if (mode_ == chunked_mode::cold) {
-      // The previous seat keeps its lease until the new one has its own,
-      // so the payload stays staged; its node goes first.
-      auto previous = std::move(seat_);
-      if (previous) {
-        if (auto err = previous->end(false); !err.empty())
-          return run_outcome::failed(err);
-        previous.reset();
-      }
-      if (auto err = new_seat(); !err.empty())
+    if (mode_ == chunked_mode::cold)
+      if (auto err = reseat(seat_, knobs_, owner_.endpoint(), false); !err.empty())
         return run_outcome::failed(err);
-    }
     auto& c = seat_->client();
     if (mode_ == chunked_mode::into) {
       std::memset(dst_.data(), 0, bytes);
@@ -67,9 +58,8 @@ public:
       auto secs = std::chrono::duration<double>(clock_type::now() - t0).count();
       if (!got)
         return run_outcome::failed(describe(got.error()));
-      if (got->first != bytes
-          || checksum_of(dst_.data(), bytes) != expected_checksum(bytes))
-        return run_outcome::failed("checksum mismatch");
+      if (auto err = check_payload(dst_.data(), got->first, bytes); !err.empty())
+        return run_outcome::failed(err);
       return finish_run(secs, got->second);
     }
     auto t0 = clock_type::now();
@@ -77,9 +67,9 @@ public:
     auto secs = std::chrono::duration<double>(clock_type::now() - t0).count();
     if (!got)
       return run_outcome::failed(describe(got.error()));
-    if (got->bytes.size() != bytes
-        || checksum_of(got->bytes.data(), bytes) != expected_checksum(bytes))
-      return run_outcome::failed("checksum mismatch");
+    if (auto err = check_payload(got->bytes.data(), got->bytes.size(), bytes);
+        !err.empty())
+      return run_outcome::failed(err);
     return finish_run(secs, got->lease_id);
   }
 
@@ -97,14 +87,6 @@ public:
   }
 
 private:
-  std::string new_seat() {
-    seat_ = std::make_unique<consumer_seat>(knobs_, owner_.endpoint());
-    auto err = seat_->error();
-    if (!err.empty())
-      seat_.reset();
-    return err;
-  }
-
   run_outcome finish_run(double secs, uint64_t lease) {
     if (auto err = seat_->hold(handle_, lease); !err.empty())
       return run_outcome::failed(err);

@@ -48,7 +48,7 @@ public:
     if (auto err = owner_.start(knobs_, true, ucx_peer_env(transport_)); !err.empty())
       return err;
     if (mode_ != rdma_mode::cold)
-      return new_seat();
+      return reseat(seat_, knobs_, owner_.endpoint(), true);
     return {};
   }
 
@@ -65,18 +65,9 @@ public:
   }
 
   run_outcome run(uint64_t bytes) override {
-    if (mode_ == rdma_mode::cold) {
-      // The previous seat keeps its lease until the new one has its own,
-      // so the payload stays staged; its node goes first.
-      auto previous = std::move(seat_);
-      if (previous) {
-        if (auto err = previous->end(false); !err.empty())
-          return run_outcome::failed(err);
-        previous.reset();
-      }
-      if (auto err = new_seat(); !err.empty())
+    if (mode_ == rdma_mode::cold)
+      if (auto err = reseat(seat_, knobs_, owner_.endpoint(), true); !err.empty())
         return run_outcome::failed(err);
-    }
     auto& c = seat_->client();
     auto before = read_paths(seat_->host());
     if (mode_ == rdma_mode::into_pinned) {
@@ -86,9 +77,8 @@ public:
       auto secs = since(t0);
       if (!got)
         return run_outcome::failed(describe(got.error()));
-      if (got->first != bytes
-          || checksum_of(writer_->data(), bytes) != expected_checksum(bytes))
-        return run_outcome::failed("checksum mismatch");
+      if (auto err = check_payload(writer_->data(), got->first, bytes); !err.empty())
+        return run_outcome::failed(err);
       return finish_run(secs, got->second, before);
     }
     auto t0 = clock_type::now();
@@ -96,9 +86,9 @@ public:
     auto secs = since(t0);
     if (!got)
       return run_outcome::failed(describe(got.error()));
-    if (got->bytes.size() != bytes
-        || checksum_of(got->bytes.data(), bytes) != expected_checksum(bytes))
-      return run_outcome::failed("checksum mismatch");
+    if (auto err = check_payload(got->bytes.data(), got->bytes.size(), bytes);
+        !err.empty())
+      return run_outcome::failed(err);
     return finish_run(secs, got->lease_id, before);
   }
 
@@ -118,14 +108,6 @@ public:
   }
 
 private:
-  std::string new_seat() {
-    seat_ = std::make_unique<consumer_seat>(knobs_, owner_.endpoint(), true);
-    auto err = seat_->error();
-    if (!err.empty())
-      seat_.reset();
-    return err;
-  }
-
   run_outcome finish_run(double secs, uint64_t lease, const path_counts& before) {
     // The lease is held (and the slot kept) whatever path ran.
     auto held = seat_->hold(handle_, lease);

@@ -4,7 +4,8 @@
 // whose get fell back to chunks is a failed point); rows of features not
 // built yet are listed as skipped with what they need. With UCX built, the
 // RDMA rows must be measured in full. Speed is never asserted. --plot draws
-// PNGs when gnuplot is there.
+// PNGs when gnuplot is there. The payload check every row verifies with is
+// tested on its own.
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -17,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "apps/bench/payload.hpp"
 #include "tests/cluster/test_support.hpp"
 
 namespace ferry {
@@ -83,6 +85,17 @@ bool is_measured(const json& doc, const std::string& scenario) {
     return ::testing::AssertionFailure() << scenario << " " << bytes << " B x"
                                          << consumers << ": " << p->dump();
   return ::testing::AssertionSuccess();
+}
+
+TEST(BenchPayload, CheckAcceptsThePatternAndNamesWhatIsWrong) {
+  const size_t n = 4096 + 7;
+  std::vector<char> buf(n);
+  ferry::bench::fill_payload(buf.data(), n);
+  EXPECT_EQ(ferry::bench::check_payload(buf.data(), n, n), "");
+  EXPECT_EQ(ferry::bench::check_payload(buf.data(), n - 1, n),
+            "got 4102 bytes, expected 4103");
+  std::swap(buf[8], buf[16]); // same bytes, wrong places
+  EXPECT_EQ(ferry::bench::check_payload(buf.data(), n, n), "checksum mismatch");
 }
 
 TEST(BenchQuick, WritesEveryScenarioAndSize) {
