@@ -21,15 +21,10 @@ std::string owner_peer::start(const ferry_knobs& knobs, bool rdma,
   if (auto err = peer_.spawn(args, env); !err.empty())
     return err;
   std::string err;
-  auto line = peer_.read_line(30s, &err);
+  auto port = peer_.await_ready(1, 30s, &err);
   if (!err.empty())
-    return err;
-  if (line.rfind("error", 0) == 0)
-    return "ferry owner: " + line;
-  auto words = split_words(line);
-  if (words.size() != 2 || words[0] != "ready")
-    return "unexpected ferry owner greeting";
-  endpoint_ = "127.0.0.1:" + words[1];
+    return "ferry owner: " + err;
+  endpoint_ = "127.0.0.1:" + port[0];
   return {};
 }
 

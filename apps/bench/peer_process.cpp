@@ -193,6 +193,25 @@ std::string peer_process::ask(const std::string& line,
   return answer;
 }
 
+std::vector<std::string> peer_process::await_ready(size_t fields,
+                                                   std::chrono::milliseconds limit,
+                                                   std::string* error) {
+  auto line = read_line(limit, error);
+  if (!error->empty())
+    return {};
+  if (line.rfind("error", 0) == 0) {
+    *error = "peer: " + line;
+    return {};
+  }
+  auto words = split_words(line);
+  if (words.size() != fields + 1 || words[0] != "ready") {
+    *error = "unexpected peer greeting: '" + line + "'";
+    return {};
+  }
+  words.erase(words.begin());
+  return words;
+}
+
 void peer_process::stop() {
   if (pid_ > 0) {
     send_line("quit");

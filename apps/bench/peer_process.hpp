@@ -37,6 +37,12 @@ public:
   std::string ask(const std::string& line, std::chrono::milliseconds limit,
                   std::string* error);
 
+  /// The peer's greeting: a line "ready" + `fields` more words, which are
+  /// returned. Empty with *error set on silence, an "error ..." line (the
+  /// peer's own words) or any other line.
+  std::vector<std::string> await_ready(size_t fields, std::chrono::milliseconds limit,
+                                       std::string* error);
+
   /// Asks the peer to quit (closes its stdin), waits up to 5 s, then kills.
   void stop();
 

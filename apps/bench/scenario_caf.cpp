@@ -30,15 +30,13 @@ public:
     if (auto err = peer_.spawn({"--role", "caf"}); !err.empty())
       return err;
     std::string err;
-    auto words = split_words(peer_.read_line(30s, &err));
+    auto words = peer_.await_ready(1, 30s, &err);
     if (!err.empty())
-      return err;
-    if (words.size() != 2 || words[0] != "ready")
-      return "unexpected caf peer greeting";
+      return "caf peer: " + err;
     cfg_ = std::make_unique<caf::actor_system_config>();
     configure_caf(*cfg_);
     sys_ = std::make_unique<caf::actor_system>(*cfg_);
-    auto port = static_cast<uint16_t>(std::stoul(words[1]));
+    auto port = static_cast<uint16_t>(std::stoul(words[0]));
     auto remote = sys_->middleman().remote_actor("127.0.0.1", port);
     if (!remote)
       return "cannot reach the caf peer: " + sys_->render(remote.error());

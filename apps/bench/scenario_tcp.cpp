@@ -27,12 +27,10 @@ public:
     if (auto err = peer_.spawn({"--role", "tcp"}); !err.empty())
       return err;
     std::string err;
-    auto words = split_words(peer_.read_line(30s, &err));
+    auto words = peer_.await_ready(1, 30s, &err);
     if (!err.empty())
-      return err;
-    if (words.size() != 2 || words[0] != "ready")
-      return "unexpected peer greeting";
-    fd_ = tcp_connect_loopback(static_cast<uint16_t>(std::stoul(words[1])), &err);
+      return "tcp peer: " + err;
+    fd_ = tcp_connect_loopback(static_cast<uint16_t>(std::stoul(words[0])), &err);
     return fd_ < 0 ? err : std::string{};
   }
 

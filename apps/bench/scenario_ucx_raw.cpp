@@ -59,16 +59,14 @@ public:
     if (auto err = peer_.spawn(args, env); !err.empty())
       return err;
     std::string err;
-    auto words = split_words(peer_.read_line(60s, &err));
+    auto words = peer_.await_ready(5, 60s, &err);
     if (!err.empty())
-      return err;
-    if (words.size() != 6 || words[0] != "ready")
-      return "unexpected ucx peer greeting";
+      return "ucx peer: " + err;
     std::vector<uint8_t> address, rkey;
-    if (!from_hex(words[1], &address) || !from_hex(words[4], &rkey))
+    if (!from_hex(words[0], &address) || !from_hex(words[3], &rkey))
       return "ucx peer sent unreadable hex";
-    remote_addr_ = std::stoull(words[2]);
-    if (std::stoull(words[3]) < region_bytes_)
+    remote_addr_ = std::stoull(words[1]);
+    if (std::stoull(words[2]) < region_bytes_)
       return "ucx peer offered a short region";
     auto ctx = ucx_context::create();
     if (!ctx)
