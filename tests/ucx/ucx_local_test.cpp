@@ -26,33 +26,7 @@ namespace {
 using namespace std::chrono_literals;
 
 // A context + worker + loopback endpoint (to its own worker) in this process.
-struct loopback {
-  explicit loopback(const std::string& tls) {
-    test::set_ucx_env(tls);
-    auto c = ucx_context::create();
-    if (!c) {
-      error = c.error_message();
-      return;
-    }
-    ctx = std::make_unique<ucx_context>(std::move(*c));
-    auto w = ucx_worker::create(*ctx);
-    if (!w) {
-      error = w.error_message();
-      return;
-    }
-    worker = std::make_unique<ucx_worker>(std::move(*w));
-    auto e = ucx_endpoint::connect(*worker, worker->address());
-    if (!e) {
-      error = e.error_message();
-      return;
-    }
-    ep = std::make_unique<ucx_endpoint>(std::move(*e));
-  }
-  std::string error;
-  std::unique_ptr<ucx_context> ctx;
-  std::unique_ptr<ucx_worker> worker;
-  std::unique_ptr<ucx_endpoint> ep;
-};
+using loopback = test::ucx_stack;
 
 TEST(UcxEnv, DefaultsFillOnlyUnsetVariables) {
   ::setenv("UCX_RCACHE_ENABLE", "y", 1);

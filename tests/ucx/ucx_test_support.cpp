@@ -404,4 +404,27 @@ bool owner_child::reap(std::chrono::milliseconds limit, int* status) {
   }
 }
 
+void ucx_stack::open(const std::string& tls, const std::vector<char>* peer_address) {
+  set_ucx_env(tls); // before ucp_init
+  auto c = ucx_context::create();
+  if (!c) {
+    error = c.error_message();
+    return;
+  }
+  ctx = std::make_unique<ucx_context>(std::move(*c));
+  auto w = ucx_worker::create(*ctx);
+  if (!w) {
+    error = w.error_message();
+    return;
+  }
+  worker = std::make_unique<ucx_worker>(std::move(*w));
+  auto e = ucx_endpoint::connect(*worker, peer_address ? *peer_address
+                                                      : worker->address());
+  if (!e) {
+    error = e.error_message();
+    return;
+  }
+  ep = std::make_unique<ucx_endpoint>(std::move(*e));
+}
+
 } // namespace ferry::test

@@ -11,8 +11,13 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "rdma/ucx_context.hpp"
+#include "rdma/ucx_endpoint.hpp"
+#include "rdma/ucx_worker.hpp"
 
 namespace ferry::test {
 
@@ -85,5 +90,25 @@ private:
 
 /// Sets UCX_TLS and UCX_NET_DEVICES=lo in this process (before ucp_init).
 void set_ucx_env(const std::string& tls);
+
+// ---- a UCX stack in this process --------------------------------------------
+
+/// set_ucx_env(tls), then a context, a worker and an endpoint: to the
+/// worker itself (loopback), or to the worker at `peer_address`. `error`
+/// names the first step that failed; the members after it stay null.
+struct ucx_stack {
+  explicit ucx_stack(const std::string& tls) { open(tls, nullptr); }
+  ucx_stack(const std::string& tls, const std::vector<char>& peer_address) {
+    open(tls, &peer_address);
+  }
+  bool ok() const { return error.empty(); }
+  std::string error;
+  std::unique_ptr<ucx_context> ctx;
+  std::unique_ptr<ucx_worker> worker;
+  std::unique_ptr<ucx_endpoint> ep;
+
+private:
+  void open(const std::string& tls, const std::vector<char>* peer_address);
+};
 
 } // namespace ferry::test

@@ -25,28 +25,12 @@ constexpr std::size_t region_bytes = 64 * MiB + 16 * 1024;
 constexpr auto get_timeout = 30s;
 
 // This process's side: context, worker, endpoint to the child, its key.
-struct consumer {
+struct consumer : test::ucx_stack {
   consumer(const std::string& tls, const test::child_offer& offer,
-           const test::offered_region& region) {
-    test::set_ucx_env(tls); // before ucp_init, after the fork
-    auto c = ucx_context::create();
-    if (!c) {
-      error = c.error_message();
+           const test::offered_region& region)
+    : ucx_stack(tls, offer.worker_address) { // env set after the fork
+    if (!ok())
       return;
-    }
-    ctx = std::make_unique<ucx_context>(std::move(*c));
-    auto w = ucx_worker::create(*ctx);
-    if (!w) {
-      error = w.error_message();
-      return;
-    }
-    worker = std::make_unique<ucx_worker>(std::move(*w));
-    auto e = ucx_endpoint::connect(*worker, offer.worker_address);
-    if (!e) {
-      error = e.error_message();
-      return;
-    }
-    ep = std::make_unique<ucx_endpoint>(std::move(*e));
     auto k = ep->unpack_rkey(region.rkey);
     if (!k) {
       error = k.error_message();
@@ -54,7 +38,6 @@ struct consumer {
     }
     key = std::make_unique<ucx_remote_key>(std::move(*k));
   }
-  bool ok() const { return error.empty(); }
 
   // GETs [offset, offset + len) of `region` and checks bytes and guards.
   ::testing::AssertionResult read_and_check(const test::offered_region& region,
@@ -75,10 +58,6 @@ struct consumer {
     return ::testing::AssertionSuccess();
   }
 
-  std::string error;
-  std::unique_ptr<ucx_context> ctx;
-  std::unique_ptr<ucx_worker> worker;
-  std::unique_ptr<ucx_endpoint> ep;
   std::unique_ptr<ucx_remote_key> key;
 };
 
