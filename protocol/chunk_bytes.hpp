@@ -2,8 +2,9 @@
 // On the owner it is a read-only view of a plain staged payload that keeps
 // the payload's memory alive, so answering a pull copies nothing: CAF's
 // serializer reads the bytes straight from the slot (registered memory,
-// whose lifetime a slot does not own, is copied into a chunk instead). On the consumer it owns
-// a buffer the deserializer fills without zeroing it first. Between actors
+// whose lifetime a slot does not own, is copied into a chunk instead). On
+// the consumer it owns a buffer the deserializer fills without zeroing it
+// first. Between actors
 // of one node the view itself arrives: no copy at all.
 // On the wire it is a byte sequence (length, then the raw bytes).
 // Must never: be written through; the viewed memory must not change while

@@ -33,8 +33,8 @@ public:
       asm volatile("" : : "r"(dst_.data()) : "memory");
     }
     auto secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-    if (checksum_of(dst_.data(), bytes) != expected_checksum(bytes))
-      return run_outcome::failed("checksum mismatch after memcpy");
+    if (auto err = check_payload(dst_.data(), bytes, bytes); !err.empty())
+      return run_outcome::failed(err + " after memcpy");
     return run_outcome::took(secs / copies_);
   }
 

@@ -51,8 +51,8 @@ public:
     if (!tcp_send_all(fd_, &req, sizeof(req)) || !tcp_recv_all(fd_, dst_.data(), bytes))
       return run_outcome::failed("tcp stream broke");
     auto secs = std::chrono::duration<double>(clock_type::now() - t0).count();
-    if (checksum_of(dst_.data(), bytes) != expected_checksum(bytes))
-      return run_outcome::failed("checksum mismatch");
+    if (auto err = check_payload(dst_.data(), bytes, bytes); !err.empty())
+      return run_outcome::failed(err);
     return run_outcome::took(secs);
   }
 

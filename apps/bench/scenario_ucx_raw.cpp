@@ -102,8 +102,8 @@ public:
     auto out = get_once(bytes);
     if (!out.error.empty())
       return out;
-    if (checksum_of(dst_.data(), bytes) != expected_checksum(bytes))
-      return run_outcome::failed("checksum mismatch");
+    if (auto err = check_payload(dst_.data(), bytes, bytes); !err.empty())
+      return run_outcome::failed(err);
     return out;
   }
 
