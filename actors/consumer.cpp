@@ -45,7 +45,7 @@ struct consumer_state {
   bool ucx_peer = false;       // the owner is registered on our UCX engine
   bool offered = false;        // the current acquire carried an offer
   bool fell_back = false;      // the one fallback happened
-  bool get_running = false;    // a GET is out; renewals go out
+  bool renewing = false;       // the transfer runs: renewals go out
   std::chrono::milliseconds renew_period{0};
   uint64_t next_index = 0;
   uint64_t in_flight = 0;
@@ -102,7 +102,11 @@ void recycle(consumer_ptr self) {
 void finish(consumer_ptr self) {
   auto& st = self->state;
   st.done = true;
-  st.get_running = false;
+  st.renewing = false;
+  // The transfer is done: the caller holds the lease from now on, with no
+  // deadline, on either path (sent before the caller can release it).
+  caf::anon_send(st.owner, rv_lease_renew_atom::value,
+                 encode(rv_lease_renew_request{st.handle, st.ready.lease_id, true}));
   if (auto* m = st.ctx.metrics) {
     m->gets_ok->Increment();
     m->bytes_pulled->Increment(static_cast<double>(st.ready.total_len));
@@ -198,7 +202,7 @@ caf::error check_size(consumer_ptr self, uint64_t total_len) {
 caf::error check_ready(consumer_ptr self, const rv_ready& r) {
   if (r.total_len > 0
       && (r.chunk_size == 0
-          || r.chunk_count != (r.total_len + r.chunk_size - 1) / r.chunk_size))
+          || r.chunk_count != chunks_for(r.total_len, r.chunk_size)))
     return make_error(errc::protocol_violation,
                       "owner announced " + std::to_string(r.chunk_count)
                         + " chunks of " + std::to_string(r.chunk_size)
@@ -219,7 +223,7 @@ void fall_back(consumer_ptr self, path_reason reason) {
   if (st.done)
     return;
   count_path(self, transfer_path::chunked, reason);
-  st.get_running = false;
+  st.renewing = false;
   if (st.have_lease)
     caf::anon_send(st.owner, rv_detach_atom::value,
                    encode(rv_detach_request{st.handle, st.ready.lease_id}));
@@ -228,9 +232,20 @@ void fall_back(consumer_ptr self, path_reason reason) {
   acquire(self, false);
 }
 
+/// Renews the lease every half `lease` (5 ms floor) until the transfer
+/// ends; a zero `lease` means the owner set no deadline: nothing to renew.
+void start_renewals(consumer_ptr self, std::chrono::milliseconds lease) {
+  auto& st = self->state;
+  if (lease.count() <= 0)
+    return;
+  st.renew_period = std::max(std::chrono::milliseconds{5}, lease / 2);
+  st.renewing = true;
+  self->delayed_send(self, st.renew_period, tick_atom::value, st.get_seq);
+}
+
 void renew_tick(consumer_ptr self) {
   auto& st = self->state;
-  if (st.done || !st.get_running)
+  if (st.done || !st.renewing)
     return;
   // A lost renewal is harmless: the next one is half a deadline away.
   caf::anon_send(st.owner, rv_lease_renew_atom::value,
@@ -245,12 +260,7 @@ void run_get(consumer_ptr self, const rv_rdma_grant& grant,
   auto& st = self->state;
   if (st.done)
     return;
-  if (grant.lease_timeout_ms > 0) {
-    st.renew_period = std::max(std::chrono::milliseconds{5},
-                               std::chrono::milliseconds{grant.lease_timeout_ms / 2});
-    st.get_running = true;
-    self->delayed_send(self, st.renew_period, tick_atom::value, st.get_seq);
-  }
+  start_renewals(self, std::chrono::milliseconds{grant.lease_timeout_ms});
   self
     ->request(st.ctx.engine.actor(), st.ctx.cfg.transfer_timeout,
               ucx_get_atom::value, st.handle.owner(), desc.generation, desc.addr,
@@ -258,7 +268,7 @@ void run_get(consumer_ptr self, const rv_rdma_grant& grant,
     .then(
       [=](uint64_t nanos) {
         auto& st = self->state;
-        st.get_running = false;
+        st.renewing = false;
         if (st.done)
           return;
         if (auto* r = st.ctx.rdma)
@@ -343,7 +353,7 @@ void on_acquired(consumer_ptr self, const std::string& body) {
     try {
       // Room only: in-order chunks are appended (place_at), not zeroed first.
       reserve_for_bulk(st.buffer, st.ready.total_len);
-    } catch (const std::bad_alloc&) {
+    } catch (const std::exception&) { // bad_alloc, length_error
       return fail(self, make_error(errc::payload_too_large,
                                    "cannot allocate "
                                      + std::to_string(st.ready.total_len)
@@ -378,6 +388,12 @@ rv_acquire_request make_acquire(consumer_ptr self, bool allow_offer) {
   auto& st = self->state;
   rv_acquire_request req;
   req.handle = st.handle;
+  // The lease ends if this transfer goes silent; the finished transfer's
+  // lease is held with no deadline. Each pull renews a chunked lease, and
+  // a pull answers or fails the get within request_timeout, so a deadline
+  // of twice that never ends a live transfer (an RDMA lease has its own).
+  req.lease_ms = static_cast<uint64_t>(
+    std::max(st.ctx.cfg.transfer_lease, 2 * st.ctx.cfg.request_timeout).count());
   st.offered = false;
   if (!allow_offer)
     return req;

@@ -11,6 +11,10 @@ struct consumer_config {
   std::chrono::milliseconds request_timeout{10000};
   // Bound on one GET (the lease renewals keep the owner's side alive).
   std::chrono::milliseconds transfer_timeout{300000};
+  // The deadline of the lease a transfer holds while it runs (sent as the
+  // acquire's lease_ms; pulls and renewals every half of it keep it alive).
+  // Once the transfer is done the lease is held with no deadline.
+  std::chrono::milliseconds transfer_lease{30000};
   // Chunk pulls kept in flight per transfer.
   uint32_t pull_window = 8;
   // staged_payload_max: the largest payload this node takes (0: no limit).

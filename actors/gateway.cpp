@@ -84,6 +84,9 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         }
         if (auto& dir = self->state.params.directory)
           dir->erase(i->first);
+        // Its leases on our owner end with it.
+        self->send(self->state.params.node->owner, peer_down_atom::value,
+                   dm.source.node());
         self->state.ucx_peers.erase(i->first);
         peers.erase(i);
         return;

@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
+#include <spdlog/spdlog.h>
 
+#include "actors/lease_holders.hpp"
 #include "actors/lease_reaper.hpp"
 #include "actors/owner_metrics.hpp"
 #include "actors/path_metrics.hpp"
@@ -29,6 +31,7 @@ namespace {
 struct owner_state {
   owner_state() : store(0) {}
   slot_store store;
+  lease_holders holders; // the node behind each lease
   owner_config cfg;
   owner_metrics* metrics = nullptr;
   owner_rdma_links rdma;
@@ -85,6 +88,36 @@ void sync_holds(owner_ptr self) {
   st.reported_holds = now_out;
 }
 
+/// The holder id of the node that sent the current message (0: this node),
+/// watching one of its actors so a dropped connection is noticed even for
+/// a node that never said hello.
+uint64_t holder_of_sender(owner_ptr self) {
+  const auto& sender = self->current_sender();
+  if (!sender || sender->node() == self->node())
+    return 0;
+  auto& holders = self->state.holders;
+  auto id = holders.id_for(sender->node());
+  if (holders.watch(sender->address()))
+    self->monitor(sender);
+  return id;
+}
+
+/// A node went away: every lease and transfer it held here ends now.
+void drop_node(owner_ptr self, const caf::node_id& node) {
+  auto id = self->state.holders.forget(node);
+  if (!id)
+    return;
+  auto dropped = self->state.store.drop_holder(*id);
+  if (dropped == 0)
+    return;
+  spdlog::info("owner: {} leases of node {} ended: it went away", dropped,
+               to_string(node));
+  if (auto* m = self->state.metrics)
+    m->leases_dropped_peer_down->Increment(static_cast<double>(dropped));
+  sync_holds(self);
+  update_gauges(self);
+}
+
 bool offers_ucx(const rv_acquire_request& req) {
   for (auto& b : req.rdma->backends)
     if (b == "ucx")
@@ -129,9 +162,9 @@ void apply_descriptor_fault(const std::string& fault, std::vector<uint8_t>& d) {
 
 /// Builds the RDMA answer, or nullopt when the descriptor does not encode.
 std::optional<rv_acquire_response>
-grant_rdma(owner_ptr self, const data_handle& h) {
+grant_rdma(owner_ptr self, const data_handle& h, uint64_t holder) {
   auto& st = self->state;
-  auto grant = st.store.acquire_rdma(h, now(self), st.cfg.lease_timeout);
+  auto grant = st.store.acquire_rdma(h, now(self), st.cfg.lease_timeout, holder);
   if (!grant || !grant->block)
     return std::nullopt;
   rdma_descriptor d;
@@ -220,6 +253,14 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
   self->state.reaper = spawn_lease_reaper(self->system(), self,
                                           reaper_period(self->state.cfg));
   self->link_to(self->state.reaper);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    // The middleman kills a node's proxies with this reason when its
+    // connection drops (killed, or silent past the heartbeat timeout).
+    if (dm.reason == caf::exit_reason::remote_link_unreachable)
+      drop_node(self, dm.source.node());
+    else
+      self->state.holders.unwatch(dm.source);
+  });
   return {
     [=](rv_metadata_atom, const std::string& body) -> caf::result<std::string> {
       auto req = decode<rv_metadata_request>(body);
@@ -239,8 +280,9 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
         return block.error();
       auto total = self->state.store.metadata(req->handle)->total_len;
       auto reason = path_for(self, *req, *block, total);
+      auto holder = holder_of_sender(self);
       if (reason == path_reason::ok) {
-        if (auto resp = grant_rdma(self, req->handle)) {
+        if (auto resp = grant_rdma(self, req->handle, holder)) {
           count_path(self, path_reason::ok);
           // Answer first: the book-keeping below wakes the reaper and the
           // UCX engine, which would otherwise compete with the reply for
@@ -258,7 +300,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       }
       auto lease_deadline = std::chrono::milliseconds{req->lease_ms};
       auto ready = self->state.store.acquire(req->handle, now(self),
-                                             lease_deadline);
+                                             lease_deadline, holder);
       if (!ready)
         return ready.error();
       count_path(self, reason);
@@ -324,6 +366,12 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       auto req = decode<rv_lease_renew_request>(body);
       if (!req)
         return req.error();
+      if (req->held) {
+        if (auto err = self->state.store.hold(req->handle, req->lease_id))
+          return err;
+        sync_holds(self);
+        return std::string{"{}"};
+      }
       if (auto err = self->state.store.renew(req->handle, req->lease_id,
                                              now(self)))
         return err;
@@ -378,6 +426,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       update_gauges(self);
       return demoted;
     },
+    [=](peer_down_atom, const caf::node_id& node) { drop_node(self, node); },
     [=](sweep_atom) -> bool {
       auto result = self->state.store.sweep(now(self));
       if (auto* m = self->state.metrics) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 
+#include <caf/node_id.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -39,6 +40,8 @@ using owner_actor = caf::typed_actor<
   // The shutdown drain: stop answering RDMA, copy pinned (arena) slots to
   // plain memory; answers how many were copied.
   caf::replies_to<drain_atom>::with<uint64_t>,
+  // The gateway saw this node go away: its leases and transfers end.
+  caf::reacts_to<peer_down_atom, caf::node_id>,
   // The lease reaper's tick: answers whether deadlines remain.
   caf::replies_to<sweep_atom>::with<bool>,
   // What the owner holds, as JSON.

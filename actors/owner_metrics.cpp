@@ -33,7 +33,13 @@ owner_metrics::owner_metrics(prometheus::Registry& r, path_metrics& p)
     leases_expired(counter(r, "ferry_rendezvous_leases_expired_total",
                            "Chunked leases ended by their deadline")),
     slots_expired(counter(r, "ferry_rendezvous_slots_expired_total",
-                          "Slots freed by their time-to-live")) {
+                          "Slots freed by their time-to-live")),
+    leases_dropped_peer_down(
+      &prometheus::BuildCounter()
+         .Name("ferry_rendezvous_leases_dropped_total")
+         .Help("Leases ended because the node holding them went away")
+         .Register(r)
+         .Add({{"reason", "peer_down"}})) {
   // nop
 }
 

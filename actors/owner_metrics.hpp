@@ -22,6 +22,9 @@ struct owner_metrics {
   prometheus::Counter* bytes_served;    // ferry_rendezvous_chunk_bytes_served_total
   prometheus::Counter* leases_expired;  // ferry_rendezvous_leases_expired_total
   prometheus::Counter* slots_expired;   // ferry_rendezvous_slots_expired_total
+  // ferry_rendezvous_leases_dropped_total{reason="peer_down"}: leases ended
+  // because the node that held them went away.
+  prometheus::Counter* leases_dropped_peer_down;
 };
 
 } // namespace ferry

@@ -94,7 +94,7 @@ caf::error unknown_lease(const data_handle& h, uint64_t lease_id) {
 } // namespace
 
 uint64_t slot_store::chunk_count(const slot& s) const {
-  return (s.len + chunk_size_ - 1) / chunk_size_;
+  return chunks_for(s.len, chunk_size_);
 }
 
 caf::expected<rv_metadata_response>
@@ -128,7 +128,8 @@ uint64_t slot_store::add_lease(slot& s, lease l, time_point now,
 }
 
 caf::expected<slot_store::rdma_grant>
-slot_store::acquire_rdma(const data_handle& h, time_point now, duration deadline) {
+slot_store::acquire_rdma(const data_handle& h, time_point now, duration deadline,
+                         uint64_t holder) {
   auto s = find(h);
   if (!s)
     return unknown_handle(h);
@@ -137,17 +138,20 @@ slot_store::acquire_rdma(const data_handle& h, time_point now, duration deadline
                                         + " is being unregistered");
   lease l;
   l.rdma = true;
+  l.holder = holder;
   auto lease_id = add_lease(*s, l, now, std::max(deadline, duration{1}));
   return rdma_grant{lease_id, s->pinned, s->len};
 }
 
 caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
                                             time_point now,
-                                            duration lease_deadline) {
+                                            duration lease_deadline,
+                                            uint64_t holder) {
   auto s = find(h);
   if (!s)
     return unknown_handle(h);
   lease l;
+  l.holder = holder;
   l.transfer_id = next_lease_id_++;
   auto lease_id = add_lease(*s, l, now, lease_deadline);
   transfers_.emplace(l.transfer_id, transfer{h.lo, lease_id});
@@ -195,17 +199,21 @@ caf::expected<uint64_t> slot_store::ref(const data_handle& h) {
   return ++s->refcount;
 }
 
+void slot_store::forget_lease(const lease& l) {
+  if (l.deadline_period > duration::zero())
+    --deadline_count_;
+  if (l.rdma)
+    --rdma_lease_count_;
+  transfers_.erase(l.transfer_id);
+  --lease_count_;
+}
+
 caf::error slot_store::end_lease(slot& s, uint64_t lease_id) {
   auto i = s.leases.find(lease_id);
   if (i == s.leases.end())
     return make_error(errc::unknown_lease);
-  if (i->second.deadline_period > duration::zero())
-    --deadline_count_;
-  if (i->second.rdma)
-    --rdma_lease_count_;
-  transfers_.erase(i->second.transfer_id);
+  forget_lease(i->second);
   s.leases.erase(i);
-  --lease_count_;
   return caf::none;
 }
 
@@ -214,14 +222,8 @@ void slot_store::free_slot(uint64_t slot_id) {
   if (i == slots_.end())
     return;
   auto& s = i->second;
-  for (auto& [id, l] : s.leases) {
-    if (l.deadline_period > duration::zero())
-      --deadline_count_;
-    if (l.rdma)
-      --rdma_lease_count_;
-    transfers_.erase(l.transfer_id);
-    --lease_count_;
-  }
+  for (auto& [id, l] : s.leases)
+    forget_lease(l);
   if (s.expires_at)
     --deadline_count_;
   staged_bytes_ -= s.len;
@@ -267,6 +269,44 @@ caf::error slot_store::renew(const data_handle& h, uint64_t lease_id,
   if (i->second.deadline_period > duration::zero())
     i->second.expires_at = now + i->second.deadline_period;
   return caf::none;
+}
+
+caf::error slot_store::hold(const data_handle& h, uint64_t lease_id) {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  auto i = s->leases.find(lease_id);
+  if (i == s->leases.end())
+    return unknown_lease(h, lease_id);
+  auto& l = i->second;
+  forget_lease(l);
+  ++lease_count_; // it stays, as a plain held lease
+  l = lease{0, false, l.holder, duration::zero(), {}};
+  return caf::none;
+}
+
+uint64_t slot_store::drop_holder(uint64_t holder) {
+  if (holder == 0)
+    return 0;
+  uint64_t dropped = 0;
+  std::vector<uint64_t> touched;
+  for (auto& [id, s] : slots_) {
+    auto before = dropped;
+    for (auto i = s.leases.begin(); i != s.leases.end();) {
+      if (i->second.holder != holder) {
+        ++i;
+        continue;
+      }
+      forget_lease(i->second);
+      i = s.leases.erase(i);
+      ++dropped;
+    }
+    if (dropped != before)
+      touched.push_back(id);
+  }
+  for (auto id : touched)
+    free_if_unreferenced(id);
+  return dropped;
 }
 
 slot_store::sweep_result slot_store::sweep(time_point now) {

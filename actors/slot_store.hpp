@@ -13,8 +13,15 @@
 // - A slot is staged in plain memory, in a pinned (registered) block, or in
 //   a caller's external region (a block viewing the region, whose release
 //   drops the region's anchor); all serve chunks. Chunks of a region slot
-//   are copied under the region's copy gate and refused after its latch. An RDMA lease (acquire_rdma) always has a deadline, and a
-//   silent one is force-released (the lease and one reference) by sweep.
+//   are copied under the region's copy gate and refused after its latch.
+// - An RDMA lease (acquire_rdma) always has a deadline while its GET runs,
+//   and a silent one is force-released (the lease and one reference) by
+//   sweep: its consumer died or hung mid-GET.
+// - Every lease names its holder (the node that took it; 0 = this node).
+//   drop_holder ends every lease of a holder that went away, at once.
+// - hold turns a lease whose transfer is done into a plain held lease, the
+//   same on both paths: no deadline, no transfer, never reaped; it ends at
+//   detach, release, drop_holder, or the slot's time-to-live.
 // Must never: hand out a view into a freed slot, or free a slot a lease reads.
 #pragma once
 
@@ -96,12 +103,13 @@ public:
   /// Takes an RDMA lease with `deadline`; the caller checked the slot is
   /// pinned. Refused when the slot's region is being unregistered.
   caf::expected<rdma_grant> acquire_rdma(const data_handle& h, time_point now,
-                                         duration deadline);
+                                         duration deadline, uint64_t holder = 0);
 
   /// Takes a lease and opens a chunked transfer. A non-zero `lease_deadline`
   /// ends the lease when nothing touches it for that long.
   caf::expected<rv_ready> acquire(const data_handle& h, time_point now,
-                                  duration lease_deadline = duration::zero());
+                                  duration lease_deadline = duration::zero(),
+                                  uint64_t holder = 0);
 
   /// One chunk of an open transfer; renews the lease's deadline. A view of
   /// plain staged bytes that keeps them alive; a copy of registered memory
@@ -118,6 +126,14 @@ public:
 
   caf::error renew(const data_handle& h, uint64_t lease_id, time_point now);
 
+  /// The lease's transfer is done: it keeps no deadline and no transfer from
+  /// now on (an RDMA lease stops counting as a descriptor out).
+  caf::error hold(const data_handle& h, uint64_t lease_id);
+
+  /// Ends every lease `holder` (non-zero) has, as detach would; answers
+  /// how many.
+  uint64_t drop_holder(uint64_t holder);
+
   /// Ends expired leases and frees expired slots.
   sweep_result sweep(time_point now);
 
@@ -131,8 +147,9 @@ public:
 
 private:
   struct lease {
-    uint64_t transfer_id = 0; // 0 for an RDMA lease
-    bool rdma = false;
+    uint64_t transfer_id = 0; // 0 for an RDMA lease or a held one
+    bool rdma = false;        // a GET may be reading (descriptor out)
+    uint64_t holder = 0;
     duration deadline_period = duration::zero(); // zero: no deadline
     time_point expires_at{};
   };
@@ -163,6 +180,7 @@ private:
   uint64_t chunk_count(const slot& s) const;
   data_handle add_slot(slot s, time_point now, std::optional<duration> ttl);
   uint64_t add_lease(slot& s, lease l, time_point now, duration deadline);
+  void forget_lease(const lease& l);
 
   uint64_t worker_id_;
   uint64_t chunk_size_;

@@ -30,6 +30,8 @@ using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
 using peers_atom = caf::atom_constant<caf::atom("peers")>;
+// The gateway tells the owner that a peer node went away.
+using peer_down_atom = caf::atom_constant<caf::atom("peer_down")>;
 
 // Consumer side, as seen by local callers.
 using get_atom = caf::atom_constant<caf::atom("get")>;

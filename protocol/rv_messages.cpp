@@ -1,5 +1,7 @@
 #include "protocol/rv_messages.hpp"
 
+#include <algorithm>
+
 #include "protocol/errors.hpp"
 #include "protocol/json_fields.hpp"
 
@@ -96,7 +98,7 @@ struct reader<rv_acquire_request> {
       }
       x.rdma = std::move(offer);
     }
-    x.lease_ms = optional_u64(j, "lease_ms", 0);
+    x.lease_ms = std::min(optional_u64(j, "lease_ms", 0), max_wire_duration_ms);
     return x;
   }
 };
@@ -121,7 +123,8 @@ struct reader<rv_acquire_response> {
       rv_rdma_grant g;
       g.lease_id = required_u64(*k, "lease_id");
       g.descriptor = hex_decode(*k, "descriptor");
-      g.lease_timeout_ms = optional_u64(*k, "lease_timeout_ms", 0);
+      g.lease_timeout_ms = std::min(optional_u64(*k, "lease_timeout_ms", 0),
+                                    max_wire_duration_ms);
       g.total_len = required_u64(*k, "total_len");
       x.rdma = std::move(g);
     } else {
@@ -176,7 +179,8 @@ struct reader<rv_release_response> {
 template <>
 struct reader<rv_lease_renew_request> {
   static rv_lease_renew_request read(const json& j) {
-    return {read_handle(j), required_u64(j, "lease_id")};
+    return {read_handle(j), required_u64(j, "lease_id"),
+            optional_bool(j, "held", false)};
   }
 };
 
@@ -242,7 +246,10 @@ std::string encode(const rv_release_response& x) {
 }
 
 std::string encode(const rv_lease_renew_request& x) {
-  return dump({{"handle", x.handle}, {"lease_id", x.lease_id}});
+  json j{{"handle", x.handle}, {"lease_id", x.lease_id}};
+  if (x.held)
+    j["held"] = true;
+  return dump(j);
 }
 
 template <class T>

@@ -95,7 +95,21 @@ struct rv_release_response {
 struct rv_lease_renew_request {
   data_handle handle;
   uint64_t lease_id = 0;
+  // Default false: renew the lease's deadline. True: the consumer's transfer
+  // is done and its caller holds the lease, which keeps no deadline from now
+  // on and ends only at detach, release, or its node going away.
+  bool held = false;
 };
+
+/// The longest duration (ms) a peer can ask for; longer ones are clamped
+/// when decoded, so no deadline arithmetic ever overflows.
+constexpr uint64_t max_wire_duration_ms = 7ull * 24 * 3600 * 1000;
+
+/// Chunks of `chunk_size` bytes (> 0) that `total_len` bytes take, without
+/// the overflow of (total_len + chunk_size - 1) near 2^64.
+constexpr uint64_t chunks_for(uint64_t total_len, uint64_t chunk_size) {
+  return total_len / chunk_size + (total_len % chunk_size != 0 ? 1 : 0);
+}
 
 // -- encoding -----------------------------------------------------------------
 

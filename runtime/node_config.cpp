@@ -29,6 +29,7 @@ ferry::consumer_config node_config::consumer_config() const {
   ferry::consumer_config c;
   c.request_timeout = request_timeout();
   c.transfer_timeout = transfer_timeout();
+  c.transfer_lease = effective_lease_timeout();
   c.pull_window = pull_window == 0 ? 1 : pull_window;
   c.staged_payload_max = staged_payload_max;
   c.rdma_configured = false;

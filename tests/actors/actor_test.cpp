@@ -202,7 +202,10 @@ TEST_F(ActorChunked, AConsumerThatFinishedCleanlyServesTheNextGet) {
   }
   EXPECT_EQ(cm.consumers_started->Value(), 1);
   // Its answered requests left no timer behind (CAF 0.17 keeps them armed
-  // for a live actor unless cancelled).
+  // for a live actor unless cancelled); the reaper, armed by the transfers'
+  // lease deadlines, disarms at its next tick since the held leases have none.
+  sched.run();
+  sched.advance_time(100ms);
   sched.run();
   EXPECT_FALSE(sched.has_pending_timeout());
   // A failed get ends its consumer (replies of that get may still come);
@@ -327,10 +330,22 @@ TEST_F(ActorLease, NoDeadlineNoTimer) {
   auto h = stage(chunk);
   auto g = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
   ASSERT_TRUE(g.values);
-  // The consumer's own request timeouts are gone once it finished; only a
-  // reaper would leave a timer, and none was armed.
+  // The consumer's own request timeouts are gone once it finished. The
+  // transfer's lease had a deadline, which armed the reaper; the finished
+  // get holds its lease with none, so the reaper's next tick disarms it.
+  sched.run();
+  EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos);
+  sched.advance_time(100ms);
   sched.run();
   EXPECT_FALSE(sched.has_pending_timeout());
+  // Held for an hour of virtual time, the lease is still there to release.
+  sched.advance_time(1h);
+  sched.run();
+  auto r = call<uint64_t, bool>(ctx->consumer, release_atom::value, h,
+                                std::get<1>(*g.values));
+  ASSERT_TRUE(r.values) << describe(r.error);
+  EXPECT_TRUE(std::get<1>(*r.values)); // freed
+  EXPECT_EQ(om.leases_expired->Value(), 0);
 }
 
 TEST_F(ActorLease, TimeToLiveFreesTheSlot) {

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <signal.h>
+#include <sys/wait.h>
 
 #include <future>
 #include <thread>
@@ -314,6 +315,149 @@ TEST(ClusterFaults, OwnerKilledMidTransferFailsTheGetPromptly) {
   auto r = pending.get();
   ASSERT_FALSE(r);
   EXPECT_TRUE(is(r.error(), errc::peer_down)) << describe(r.error());
+}
+
+namespace {
+
+/// An owner process that stops answering pulls from chunk 4 on, holding a
+/// 16-chunk payload, and an in-process node that staged it there.
+struct StalledOwner {
+  StalledOwner()
+    : owner{{"--test-stall-pulls-from", "4", "--metrics-port", "0"}},
+      local{client_config()},
+      client{(start(), local)} {
+    auto mine = client.register_data(test::payload(16 * 512 * 1024));
+    auto h = client.adopt(gateway(), *mine);
+    if (!h)
+      throw std::runtime_error(describe(h.error()));
+    handle = *h;
+  }
+
+  void start() {
+    if (auto err = local.start())
+      throw std::runtime_error(describe(err));
+    auto hello = local.connect(owner.endpoint());
+    if (!hello)
+      throw std::runtime_error(describe(hello.error()));
+    owner_gw = caf::actor_cast<gateway_actor>(hello->gateway);
+  }
+
+  gateway_actor gateway() const { return owner_gw; }
+
+  nlohmann::json owner_stat() {
+    auto text = client.stat(owner_gw);
+    if (!text)
+      throw std::runtime_error(describe(text.error()));
+    return nlohmann::json::parse(*text)["owner"];
+  }
+
+  double owner_metric(const std::string& series) {
+    return test::series_value(test::scrape_metrics(owner.metrics_port()), series);
+  }
+
+  /// Waits (bounded) until the owner has served the four chunks it serves.
+  bool mid_pull() {
+    for (int i = 0; i < 1000; ++i) {
+      if (owner_metric("ferry_rendezvous_chunks_served_total") >= 4)
+        return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  /// Waits up to `bound` for the owner to hold no lease and no transfer.
+  bool owner_idle(std::chrono::milliseconds bound) {
+    auto until = std::chrono::steady_clock::now() + bound;
+    do {
+      auto st = owner_stat();
+      if (st["leases"] == 0 && st["transfers"] == 0)
+        return true;
+      std::this_thread::sleep_for(20ms);
+    } while (std::chrono::steady_clock::now() < until);
+    return false;
+  }
+
+  node_process owner;
+  node local;
+  gateway_actor owner_gw; // set by start(), before client is built
+  blocking_client client;
+  data_handle handle;
+};
+
+// The heartbeat timeout of a `ferry node` (connection-timeout-ms) plus 1 s.
+constexpr auto lease_cleanup_bound = 3000ms;
+
+} // namespace
+
+TEST(ClusterFaults, AConsumerKilledMidPullLeavesNoLeaseOnTheOwner) {
+  StalledOwner s;
+  auto pid = test::start_ferry({"get", "--node", s.owner.endpoint(), "--handle",
+                                to_string(s.handle), "-o", "/dev/null"});
+  ASSERT_TRUE(s.mid_pull());
+  auto st = s.owner_stat();
+  EXPECT_EQ(st["leases"], 1);
+  EXPECT_EQ(st["transfers"], 1);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  EXPECT_TRUE(s.owner_idle(lease_cleanup_bound));
+  EXPECT_EQ(s.owner_metric("ferry_rendezvous_leases_dropped_total{reason=\"peer_down\"}"), 1);
+  EXPECT_EQ(s.owner_metric("ferry_rendezvous_leases"), 0);
+  // The payload itself is not the dead consumer's: it stays staged.
+  EXPECT_EQ(s.owner_stat()["slots"], 1);
+}
+
+TEST(ClusterFaults, AnOwnerResumedAfterItsConsumerGaveUpHoldsNothing) {
+  StalledOwner s;
+  auto pid = test::start_ferry({"get", "--node", s.owner.endpoint(), "--handle",
+                                to_string(s.handle), "-o", "/dev/null",
+                                "--request-timeout-ms", "1000"});
+  ASSERT_TRUE(s.mid_pull());
+  s.owner.kill(SIGSTOP);
+  // The consumer gives up (its pulls time out) and exits while the owner
+  // cannot hear it.
+  int status = 0;
+  for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  s.owner.kill(SIGCONT);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_NE(WEXITSTATUS(status), 0);
+  EXPECT_TRUE(s.owner_idle(lease_cleanup_bound));
+  EXPECT_EQ(s.owner_stat()["slots"], 1);
+}
+
+TEST(ClusterFaults, AChunkedLeaseIsHeldPastItsTransferDeadline) {
+  node_process owner{{"--metrics-port", "0"}};
+  node_config cfg = client_config();
+  cfg.request_timeout_ms = 500;
+  cfg.lease_timeout_ms = 200; // the transfer's lease: 1 s (twice the request bound)
+  node local{cfg};
+  ASSERT_FALSE(local.start());
+  auto hello = local.connect(owner.endpoint());
+  ASSERT_TRUE(hello) << describe(hello.error());
+  blocking_client client{local};
+  auto gw = caf::actor_cast<gateway_actor>(hello->gateway);
+  auto bytes = test::payload(3 * 512 * 1024 + 5);
+  auto mine = client.register_data(bytes);
+  auto kept = client.adopt(gw, *mine);
+  auto detached = client.adopt(gw, *client.register_data(bytes));
+  ASSERT_TRUE(kept && detached);
+  auto first = client.get(*kept);
+  auto second = client.get(*detached);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(first->bytes, bytes);
+  // Past the transfer's deadline with the bytes in hand: the leases stay.
+  std::this_thread::sleep_for(2500ms);
+  auto text = test::scrape_metrics(owner.metrics_port());
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_leases"), 2);
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_leases_expired_total"), 0);
+  auto rel = client.release(*kept, first->lease_id);
+  ASSERT_TRUE(rel) << describe(rel.error());
+  EXPECT_TRUE(rel->freed);
+  auto det = client.detach(*detached, second->lease_id);
+  ASSERT_FALSE(det) << describe(det);
+  auto md = client.metadata(*detached);
+  ASSERT_TRUE(md) << describe(md.error());
+  EXPECT_EQ(md->refcount, 1u);
 }
 
 TEST(ClusterFaults, ADeadPeerIsForgottenByTheGateway) {

@@ -325,16 +325,86 @@ TEST_P(Rdma, SlowGetSurvivesSeveralDeadlinesByRenewal) {
   EXPECT_EQ(test::series_value(text, "ferry_rendezvous_rdma_leases_reaped_total"), 0);
 }
 
-TEST_P(Rdma, ConsumerKilledMidGetIsReapedByTheOwner) {
+TEST_P(Rdma, AFinishedGetsLeaseIsHeldPastTheLeaseTimeout) {
+  start({"--lease-timeout-ms", "200"});
+  auto big = test::payload(1 * MiB_);
+  auto kept = stage(big);
+  auto detached = stage(big);
+  auto first = client->get(kept);
+  auto second = client->get(detached);
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 2);
+  // Five lease timeouts with the bytes in hand: nothing reaps the leases.
+  std::this_thread::sleep_for(1000ms);
+  EXPECT_EQ(owner_stat()["owner"]["leases"], 2);
+  EXPECT_EQ(test::series_value(test::scrape_metrics(owner->metrics_port()),
+                               "ferry_rendezvous_rdma_leases_reaped_total"),
+            0);
+  auto rel = client->release(kept, first->lease_id);
+  ASSERT_TRUE(rel) << describe(rel.error());
+  EXPECT_TRUE(rel->freed);
+  // detach keeps the reference: the slot stays, with refcount 1.
+  auto det = client->detach(detached, second->lease_id);
+  ASSERT_FALSE(det) << describe(det);
+  auto md = client->metadata(detached);
+  ASSERT_TRUE(md) << describe(md.error());
+  EXPECT_EQ(md->refcount, 1u);
+  get_and_check(detached, big);
+  EXPECT_EQ(owner_stat()["owner"]["slots"], 0);
+}
+
+namespace {
+
+/// A `ferry get` whose GET completes only after 30 s: it holds its RDMA
+/// lease by renewals until the test stops or kills it.
+pid_t start_slow_get(const std::string& endpoint, const data_handle& h,
+                     const std::string& transport) {
+  return test::start_ferry({"get", "--node", endpoint, "--handle", to_string(h),
+                            "-o", "/dev/null", "--test-get-delay-ms", "30000"},
+                           {"UCX_TLS=" + test::ucx_tls_for(transport)});
+}
+
+} // namespace
+
+TEST_P(Rdma, ConsumerKilledMidGetLosesItsLeaseWithItsNode) {
+  start({"--lease-timeout-ms", "5000"});
+  auto big = test::payload(2 * MiB_);
+  auto h = stage(big);
+  auto pid = start_slow_get(owner->endpoint(), h, GetParam());
+  bool granted = false;
+  for (int i = 0; i < 500 && !granted; ++i) {
+    granted = owner_count("rdma", "ok") == 1;
+    if (!granted)
+      std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(granted);
+  EXPECT_EQ(owner_stat()["owner"]["leases"], 1);
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
+  // The owner sees the node go (its connection drops) and ends its lease at
+  // once, long before the 5 s deadline could.
+  double dropped = 0;
+  for (int i = 0; i < 150 && dropped < 1; ++i) {
+    std::this_thread::sleep_for(20ms);
+    dropped = test::series_value(test::scrape_metrics(owner->metrics_port()),
+                                 "ferry_rendezvous_leases_dropped_total{reason=\"peer_down\"}");
+  }
+  EXPECT_EQ(dropped, 1);
+  auto stat = owner_stat();
+  EXPECT_EQ(stat["owner"]["leases"], 0);
+  EXPECT_EQ(stat["owner"]["transfers"], 0);
+  // Ending a lease is not a release: the reference stays with the handle.
+  EXPECT_EQ(stat["owner"]["slots"], 1);
+  EXPECT_EQ(test::series_value(test::scrape_metrics(owner->metrics_port()),
+                               "ferry_rendezvous_rdma_leases_reaped_total"),
+            0);
+}
+
+TEST_P(Rdma, ConsumerStoppedMidGetIsReapedByTheOwner) {
   start({"--lease-timeout-ms", "200"});
   auto big = test::payload(2 * MiB_);
   auto h = stage(big);
-  // A `ferry get` whose GET completes only after 30 s: it holds the lease by
-  // renewals until we kill it.
-  auto pid = test::start_ferry({"get", "--node", owner->endpoint(), "--handle",
-                                to_string(h), "-o", "/dev/null",
-                                "--test-get-delay-ms", "30000"},
-                               {"UCX_TLS=" + test::ucx_tls_for(GetParam())});
+  auto pid = start_slow_get(owner->endpoint(), h, GetParam());
   bool granted = false;
   for (int i = 0; i < 500 && !granted; ++i) {
     granted = owner_count("rdma", "ok") == 1;
@@ -344,15 +414,17 @@ TEST_P(Rdma, ConsumerKilledMidGetIsReapedByTheOwner) {
   ASSERT_TRUE(granted);
   std::this_thread::sleep_for(600ms); // three deadlines, kept alive by renewals
   EXPECT_EQ(owner_stat()["owner"]["leases"], 1);
-  kill(pid, SIGKILL);
-  waitpid(pid, nullptr, 0);
-  // Reaped between one and one and a half deadlines after the last renewal.
+  // A hung consumer (its node still connected) stops renewing: the reaper
+  // force-releases the lease before the heartbeat timeout drops the node.
+  kill(pid, SIGSTOP);
   double reaped = 0;
   for (int i = 0; i < 200 && reaped < 1; ++i) {
     std::this_thread::sleep_for(20ms);
     reaped = test::series_value(test::scrape_metrics(owner->metrics_port()),
                                 "ferry_rendezvous_rdma_leases_reaped_total");
   }
+  kill(pid, SIGKILL);
+  waitpid(pid, nullptr, 0);
   EXPECT_EQ(reaped, 1);
   auto stat = owner_stat();
   EXPECT_EQ(stat["owner"]["leases"], 0);

@@ -176,6 +176,45 @@ TEST(ProtocolBodies, RdmaAnswerWithoutLeaseTimeoutMeansNoDeadline) {
   EXPECT_EQ(g->rdma->lease_timeout_ms, 0u);
 }
 
+TEST(ProtocolBodies, RenewCarriesHeldOnlyWhenSet) {
+  auto plain = encode(rv_lease_renew_request{sample, 8});
+  EXPECT_EQ(plain.find("held"), std::string::npos); // an old owner's body
+  auto back = decode<rv_lease_renew_request>(plain);
+  ASSERT_TRUE(back);
+  EXPECT_FALSE(back->held);
+  auto held = decode<rv_lease_renew_request>(
+    encode(rv_lease_renew_request{sample, 8, true}));
+  ASSERT_TRUE(held);
+  EXPECT_TRUE(held->held);
+  EXPECT_EQ(held->lease_id, 8u);
+  EXPECT_FALSE(decode<rv_lease_renew_request>(
+    R"({"handle":{"hi":1,"lo":2},"lease_id":1,"held":1})"));
+}
+
+TEST(ProtocolBodies, DurationsFromPeersAreClamped) {
+  auto acq = decode<rv_acquire_request>(
+    R"({"handle":{"hi":1,"lo":2},"lease_ms":18446744073709551615})");
+  ASSERT_TRUE(acq);
+  EXPECT_EQ(acq->lease_ms, max_wire_duration_ms);
+  auto g = decode<rv_acquire_response>(
+    R"({"rdma":{"lease_id":3,"descriptor":"0a","lease_timeout_ms":18446744073709551615,"total_len":5}})");
+  ASSERT_TRUE(g);
+  EXPECT_EQ(g->rdma->lease_timeout_ms, max_wire_duration_ms);
+  // Clamped values still fit a signed millisecond count with room to add.
+  EXPECT_LT(max_wire_duration_ms, uint64_t{1} << 40);
+}
+
+TEST(ProtocolBodies, ChunkCountNeverOverflows) {
+  EXPECT_EQ(chunks_for(0, 512), 0u);
+  EXPECT_EQ(chunks_for(1, 512), 1u);
+  EXPECT_EQ(chunks_for(512, 512), 1u);
+  EXPECT_EQ(chunks_for(513, 512), 2u);
+  constexpr auto top = ~uint64_t{0};
+  EXPECT_EQ(chunks_for(top, 524288), top / 524288 + 1);
+  EXPECT_EQ(chunks_for(top, top), 1u);
+  EXPECT_EQ(chunks_for(top, 1), top);
+}
+
 TEST(ProtocolBodies, SmallBodiesRoundTrip) {
   EXPECT_EQ(decode<rv_pull_request>(encode(rv_pull_request{5, 6}))->index, 6u);
   EXPECT_EQ(decode<rv_ref_response>(encode(rv_ref_response{3}))->refcount, 3u);

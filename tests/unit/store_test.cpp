@@ -317,3 +317,72 @@ TEST_F(SlotStore, DemotionCopiesArenaSlotsAndLeavesRegionSlots) {
   }
   EXPECT_EQ(out, payload);
 }
+
+TEST_F(SlotStore, HeldLeaseKeepsNoDeadlineOnEitherPath) {
+  byte_buffer backing(4096);
+  auto block = std::make_shared<pinned_block>(
+    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
+    1, nullptr);
+  auto pinned = store.register_pinned(block, 100, t0);
+  auto plain = store.register_data(bytes_of(10), t0);
+  auto grant = store.acquire_rdma(pinned, t0, 30ms, 7);
+  auto ready = store.acquire(plain, t0, 30ms, 7);
+  ASSERT_TRUE(grant && ready);
+  EXPECT_EQ(store.current_stats().transfers, 1u);
+  ASSERT_FALSE(store.hold(pinned, grant->lease_id));
+  ASSERT_FALSE(store.hold(plain, ready->lease_id));
+  EXPECT_EQ(store.rdma_leases(), 0u); // no descriptor out any more
+  EXPECT_EQ(store.current_stats().transfers, 0u);
+  EXPECT_EQ(store.current_stats().leases, 2u);
+  EXPECT_FALSE(store.has_deadlines());
+  auto swept = store.sweep(t0 + 1h);
+  EXPECT_EQ(swept.rdma_leases_reaped + swept.leases_expired, 0u);
+  // A held lease reads no more chunks; it ends the same way on both paths.
+  EXPECT_TRUE(is(store.pull(ready->transfer_id, 0, t0).error(),
+                 errc::unknown_transfer));
+  auto r1 = store.release(pinned, grant->lease_id);
+  auto r2 = store.release(plain, ready->lease_id);
+  ASSERT_TRUE(r1 && r2);
+  EXPECT_TRUE(r1->freed && r2->freed);
+  EXPECT_TRUE(is(store.hold(plain, ready->lease_id), errc::unknown_handle));
+}
+
+TEST_F(SlotStore, HoldOfAnUnknownLeaseIsAnError) {
+  auto h = store.register_data(bytes_of(10), t0);
+  EXPECT_TRUE(is(store.hold(h, 99), errc::unknown_lease));
+  EXPECT_TRUE(is(store.hold(data_handle{worker + 1, h.lo}, 1), errc::unknown_handle));
+}
+
+TEST_F(SlotStore, DropHolderEndsOnlyThatHoldersLeases) {
+  auto a = store.register_data(bytes_of(10), t0);
+  auto b = store.register_data(bytes_of(10), t0);
+  auto gone1 = store.acquire(a, t0, 0ms, 5);
+  auto gone2 = store.acquire(b, t0, 10s, 5);
+  auto stays = store.acquire(a, t0, 0ms, 6);
+  auto local = store.acquire(b, t0);
+  ASSERT_TRUE(gone1 && gone2 && stays && local);
+  ASSERT_FALSE(store.hold(a, gone1->lease_id));
+  EXPECT_EQ(store.drop_holder(0), 0u); // this node's own leases never go so
+  EXPECT_EQ(store.drop_holder(5), 2u);
+  EXPECT_EQ(store.drop_holder(5), 0u);
+  auto s = store.current_stats();
+  EXPECT_EQ(s.leases, 2u);
+  EXPECT_EQ(s.transfers, 2u);
+  EXPECT_FALSE(store.has_deadlines());
+  EXPECT_TRUE(is(store.detach(b, gone2->lease_id), errc::unknown_lease));
+  // References are not the holder's: both slots stay until released.
+  EXPECT_EQ(s.slots, 2u);
+  ASSERT_TRUE(store.release(a, stays->lease_id));
+  EXPECT_EQ(store.current_stats().slots, 1u);
+}
+
+TEST_F(SlotStore, DropHolderFreesASlotNobodyReferences) {
+  auto h = store.register_data(bytes_of(10), t0);
+  auto ready = store.acquire(h, t0, 0ms, 9);
+  ASSERT_TRUE(ready);
+  ASSERT_TRUE(store.release(h, store.acquire(h, t0)->lease_id)); // refcount 0
+  EXPECT_EQ(store.current_stats().slots, 1u); // the holder's lease still reads
+  EXPECT_EQ(store.drop_holder(9), 1u);
+  EXPECT_EQ(store.current_stats().slots, 0u);
+  EXPECT_EQ(store.current_stats().staged_bytes, 0u);
+}
