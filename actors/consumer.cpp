@@ -298,7 +298,19 @@ void run_get(consumer_ptr self, const rv_rdma_grant& grant,
         }
         finish(self);
       },
-      [=](caf::error&) { fall_back(self, path_reason::get_failed); });
+      [=](caf::error& err) {
+        // A GET given up while UCX may still write its destination: a
+        // caller's writer is not reused for the chunks (a pool block or a
+        // fresh buffer is, as UCX writes only the block it was lent).
+        if (self->state.into == consumer_state::mode::pinned_writer
+            && (is(err, errc::get_abandoned) || err == caf::sec::request_timeout))
+          return fail(self, make_error(errc::get_abandoned,
+                                       "the GET into the caller's registered "
+                                       "writer did not finish and UCX may still "
+                                       "write it; it is not reused: "
+                                         + describe(err)));
+        fall_back(self, path_reason::get_failed);
+      });
   st.ctx.engine.wake();
 }
 

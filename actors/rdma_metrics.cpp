@@ -36,6 +36,12 @@ rdma_metrics::rdma_metrics(prometheus::Registry& r) {
                     .Help("Regions the backend holds registered")
                     .Register(r)
                     .Add({});
+  abandoned_gets = &prometheus::BuildGauge()
+                      .Name("ferry_ucx_abandoned_gets")
+                      .Help("GETs given up (deadline passed or peer gone) that "
+                            "UCX has not finished; their destinations stay held")
+                      .Register(r)
+                      .Add({});
 }
 
 } // namespace ferry

@@ -21,6 +21,7 @@ struct rdma_metrics {
   prometheus::Counter* arena_registrations; // ferry_rdma_registrations_total{kind="arena"}
   prometheus::Counter* external_registrations; // ...{kind="external"}
   prometheus::Gauge* live_regions;          // ferry_rdma_live_regions
+  prometheus::Gauge* abandoned_gets;        // ferry_ucx_abandoned_gets
 };
 
 } // namespace ferry

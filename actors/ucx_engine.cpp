@@ -9,6 +9,9 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <prometheus/gauge.h>
+
+#include "actors/rdma_metrics.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/errors.hpp"
 #include "rdma/ucx_context.hpp"
@@ -23,34 +26,123 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 struct pending_get {
-  ucx_get_request request;
-  ucx_remote_key key;
+  // Members go in reverse order: the request first (its destructor may
+  // still progress the worker), then the key, the destination last.
   pinned_ptr dest; // held until UCX is done with it
+  ucx_remote_key key;
+  ucx_get_request request;
+  uint64_t worker_id = 0;
   caf::response_promise rp;
   clock_type::time_point started;
+  clock_type::time_point deadline;
   std::optional<clock_type::time_point> done_at; // completed, reply held (hook)
   caf::error failure;
 };
 
+/// A closely polled GET goes to sleeping waits once UCX moved nothing for
+/// this long (a dead or stalled peer's GET never moves again).
+constexpr auto spin_window = std::chrono::milliseconds{50};
+/// How often abandoned GETs are looked at when nothing else runs.
+constexpr auto abandoned_poll = std::chrono::milliseconds{100};
+
 struct engine {
   std::shared_ptr<const ucx_context> context;
+  // Destinations lent to UCX past the requests' release at teardown: kept
+  // until after the worker (declared before it, so destroyed after it).
+  std::vector<pinned_ptr> lent;
   ucx_worker worker;
   ucx_engine_faults faults;
+  std::chrono::milliseconds get_timeout;
+  rdma_metrics* metrics = nullptr;
   std::map<uint64_t, std::vector<char>> addresses;
   std::map<uint64_t, ucx_endpoint> endpoints;
+  // Endpoints of peers that went while abandoned GETs still used them.
+  std::list<std::pair<uint64_t, ucx_endpoint>> retired;
   std::list<pending_get> gets;
+  std::list<pending_get> abandoned; // answered; UCX still owns the destination
   int64_t holds = 0;
   bool running = true;
   rkey_cache<ucx_remote_key> rkeys;
   bool cache_rkeys = true;
   std::shared_ptr<warm_destination> warm;
+  clock_type::time_point last_motion = clock_type::now();
 
   /// A new address for a peer (a new incarnation): its endpoint and every
   /// key unpacked on it go; the next GET wires up afresh.
   void set_address(uint64_t worker_id, std::vector<char> address) {
     addresses[worker_id] = std::move(address);
     rkeys.invalidate_peer(worker_id);
-    endpoints.erase(worker_id);
+    abandon_peer(worker_id, "the peer's UCX address changed");
+    retire_endpoint(worker_id);
+  }
+
+  /// The peer went away: its keys, its GETs and its endpoint go.
+  void forget(uint64_t worker_id) {
+    rkeys.invalidate_peer(worker_id);
+    abandon_peer(worker_id, "the peer went away");
+    retire_endpoint(worker_id); // a new hello brings a new address anyway
+  }
+
+  bool uses(const std::list<pending_get>& list, uint64_t worker_id) const {
+    for (auto& g : list)
+      if (g.worker_id == worker_id)
+        return true;
+    return false;
+  }
+
+  /// Closes the peer's endpoint now, or once no abandoned GET uses it.
+  void retire_endpoint(uint64_t worker_id) {
+    auto i = endpoints.find(worker_id);
+    if (i == endpoints.end())
+      return;
+    if (uses(abandoned, worker_id))
+      retired.emplace_back(worker_id, std::move(i->second));
+    else
+      i->second.close(std::chrono::milliseconds{50}); // a dead peer: no flush wait
+    endpoints.erase(i);
+  }
+
+  void close_unused_retired() {
+    for (auto i = retired.begin(); i != retired.end();) {
+      if (uses(abandoned, i->first)) {
+        ++i;
+        continue;
+      }
+      i->second.close(std::chrono::milliseconds{50});
+      i = retired.erase(i);
+    }
+  }
+
+  void update_gauge() {
+    if (metrics && metrics->abandoned_gets)
+      metrics->abandoned_gets->Set(static_cast<double>(abandoned.size()));
+  }
+
+  /// Answers `g` get_failed and keeps it (with its destination) until UCX
+  /// finishes it; a GET that finished meanwhile is simply dropped.
+  void abandon(std::list<pending_get>::iterator i, std::string why) {
+    auto& g = *i;
+    spdlog::warn("UCX GET from worker {:016x} given up: {}", g.worker_id, why);
+    if (g.done_at && g.failure)
+      g.rp.deliver(g.failure);
+    else if (g.request.pending())
+      g.rp.deliver(make_error(errc::get_abandoned, std::move(why)));
+    else
+      g.rp.deliver(make_error(errc::get_failed, std::move(why)));
+    if (g.request.pending())
+      abandoned.splice(abandoned.end(), gets, i);
+    else
+      gets.erase(i);
+    update_gauge();
+  }
+
+  void abandon_peer(uint64_t worker_id, const std::string& why) {
+    for (auto i = gets.begin(); i != gets.end();) {
+      auto next = std::next(i);
+      if (i->worker_id == worker_id)
+        abandon(i, why);
+      i = next;
+    }
   }
 
   /// The key for a GET: from the cache when `generation` is known and the
@@ -94,6 +186,8 @@ struct engine {
     pending_get g;
     g.rp = self->make_response_promise();
     g.started = clock_type::now();
+    g.deadline = g.started + get_timeout;
+    g.worker_id = worker_id;
     g.dest = std::move(dest);
     auto fail = [&](std::string why) {
       g.rp.deliver(make_error(errc::get_failed, std::move(why)));
@@ -120,9 +214,11 @@ struct engine {
     }
     g.request = std::move(*req);
     gets.push_back(std::move(g));
+    last_motion = clock_type::now();
   }
 
-  /// Completes what UCX finished; returns true when something changed.
+  /// Completes what UCX finished and abandons what passed its deadline;
+  /// returns true when something changed.
   bool reap_gets() {
     bool changed = false;
     auto now = clock_type::now();
@@ -131,7 +227,13 @@ struct engine {
       if (!g.done_at) {
         auto r = g.request.test();
         if (r.state == ucx_get_state::in_progress) {
-          ++i;
+          auto next = std::next(i);
+          if (now >= g.deadline) {
+            abandon(i, "GET did not finish within "
+                         + std::to_string(get_timeout.count()) + " ms");
+            changed = true;
+          }
+          i = next;
           continue;
         }
         if (!r.ok())
@@ -156,7 +258,55 @@ struct engine {
     return changed;
   }
 
-  bool busy() const { return !gets.empty() || holds > 0; }
+  /// Drops abandoned GETs that UCX finished at last (their destinations
+  /// return), and closes endpoints they kept open.
+  void reap_abandoned() {
+    bool changed = false;
+    for (auto i = abandoned.begin(); i != abandoned.end();) {
+      if (i->request.test().state == ucx_get_state::in_progress) {
+        ++i;
+        continue;
+      }
+      i = abandoned.erase(i);
+      changed = true;
+    }
+    if (changed) {
+      close_unused_retired();
+      update_gauge();
+    }
+  }
+
+  /// Our descriptors out make peers' emulated GETs need our progress.
+  bool serving() const { return holds > 0 && !faults.no_progress; }
+  bool busy() const { return !gets.empty() || serving(); }
+
+  /// Progresses the worker until it has nothing left; answers whether
+  /// anything moved.
+  bool drain_progress() {
+    if (faults.no_progress && gets.empty())
+      return false;
+    bool moved = false;
+    while (worker.progress() > 0)
+      moved = true;
+    return moved;
+  }
+
+  /// At stop: nothing may be left for UCX to write after its memory goes.
+  void teardown() {
+    for (auto& g : gets) // UCX stops before the worker goes
+      g.rp.deliver(make_error(errc::get_failed, "UCX engine stopped"));
+    for (auto* list : {&gets, &abandoned})
+      for (auto& g : *list)
+        if (g.request.pending())
+          lent.push_back(g.dest);
+    gets.clear();
+    abandoned.clear();
+    rkeys.clear(); // the keys go before their endpoints and worker
+    retired.clear();
+    endpoints.clear();
+    warm->clear();
+    update_gauge();
+  }
 
   std::string stat() const {
     auto c = rkeys.stats();
@@ -174,7 +324,8 @@ struct engine {
         {"reused", w.reused},
         {"dropped", w.dropped},
         {"held_bytes", w.held_bytes}}},
-      {"gets_in_flight", gets.size()}}
+      {"gets_in_flight", gets.size()},
+      {"gets_abandoned", abandoned.size()}}
       .dump();
   }
 };
@@ -185,9 +336,7 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
       [&](ucx_peer_atom, uint64_t worker_id, std::vector<char>& address) {
         e->set_address(worker_id, std::move(address));
       },
-      [&](ucx_forget_atom, uint64_t worker_id) {
-        e->rkeys.invalidate_peer(worker_id);
-      },
+      [&](ucx_forget_atom, uint64_t worker_id) { e->forget(worker_id); },
       [&](ucx_hold_atom, int64_t delta) { e->holds += delta; },
       [&](ucx_get_atom, uint64_t worker_id, uint64_t generation, uint64_t addr,
           uint64_t len, std::vector<uint8_t>& rkey, pinned_ptr& dest) {
@@ -206,34 +355,40 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
   };
   while (e->running) {
     e->warm->expire();
+    if (!e->abandoned.empty()) {
+      if (!e->faults.no_progress)
+        e->worker.progress();
+      e->reap_abandoned();
+    }
     if (!e->busy()) {
-      handlers(std::chrono::seconds(1)); // idle: sleep on the mailbox
+      // Idle: sleep on the mailbox (looking at abandoned GETs now and then).
+      handlers(e->abandoned.empty() ? std::chrono::milliseconds{1000}
+                                    : abandoned_poll);
       continue;
     }
-    while (e->worker.progress() > 0) {
-      // drain UCX's work
-    }
+    if (e->drain_progress())
+      e->last_motion = clock_type::now();
     bool changed = e->reap_gets();
     while (self->has_next_message() && e->running)
       handlers(std::chrono::seconds(0)), changed = true;
-    if (changed || !e->busy())
+    if (changed) {
+      e->last_motion = clock_type::now();
       continue;
-    if (!e->gets.empty()) {
-      // A GET of ours is in flight: poll. Shared-memory transports move a
-      // large GET in fragments, one per progress call, and raise no event.
+    }
+    if (!e->busy())
+      continue;
+    if (!e->gets.empty()
+        && clock_type::now() - e->last_motion < spin_window) {
+      // A GET of ours moves: poll. Shared-memory transports move a large
+      // GET in fragments, one per progress call, and raise no event.
       std::this_thread::yield();
       continue;
     }
-    // Only our descriptors are out: sleep until UCX has events (an emulated
-    // GET's request over tcp) or a sender signals, at most a few ms.
-    e->worker.wait_for_events(std::chrono::milliseconds(2));
+    // Nothing moves (our descriptors out, or a GET that stalled): sleep
+    // until UCX has events or a sender signals, at most a few ms.
+    e->worker.wait_for_events(std::chrono::milliseconds(e->gets.empty() ? 2 : 5));
   }
-  for (auto& g : e->gets) // UCX stops before the worker goes
-    g.rp.deliver(make_error(errc::get_failed, "UCX engine stopped"));
-  e->gets.clear();
-  e->rkeys.clear(); // the keys go before their endpoints and worker
-  e->endpoints.clear();
-  e->warm->clear();
+  e->teardown();
 }
 
 } // namespace
@@ -246,10 +401,10 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
     return {};
   }
   auto warm = std::make_shared<warm_destination>(start.warm);
-  auto e = std::make_shared<engine>(engine{start.context, std::move(*worker),
-                                           start.faults, {}, {}, {}, 0, true,
-                                           rkey_cache<ucx_remote_key>{start.rkey_cache},
-                                           start.rkey_cache_enabled, warm});
+  auto e = std::make_shared<engine>(engine{
+    start.context, {}, std::move(*worker), start.faults, start.get_timeout,
+    start.metrics, {}, {}, {}, {}, {}, 0, true,
+    rkey_cache<ucx_remote_key>{start.rkey_cache}, start.rkey_cache_enabled, warm});
   worker_address = e->worker.address();
   auto shared_worker = e->worker.shared_native();
   auto actor = sys.spawn(engine_loop, e);

@@ -4,7 +4,17 @@
 // worker progressing while this node's own descriptors are out (an emulated
 // GET over tcp needs the target to progress). Idle, it sleeps on its mailbox;
 // busy, on the worker's event fd (ucp_worker_arm), woken by UCX or by a
-// sender's signal. It never spins.
+// sender's signal. A GET of its own is polled closely while UCX moves it
+// (shared-memory transports raise no event per fragment) and, once nothing
+// moved for a short while, in sleeping waits: it never spins on a GET that
+// does not move.
+//
+// Every GET has a deadline. One that passes it, or whose peer went away
+// (UCX 1.13 in `none` error mode never fails such a GET, and cannot cancel
+// it), is answered get_failed and moves to the abandoned list, polled
+// slowly and counted in ferry_ucx_abandoned_gets; its destination stays
+// held until UCX finishes it or the worker goes. A peer that goes has its
+// endpoint closed once no abandoned GET uses it.
 //
 // A GET holds its destination block until UCX reports completion, so a
 // caller that gave up never frees granules the NIC may still write.
@@ -40,7 +50,11 @@ class ucx_context;
 struct ucx_engine_faults {
   bool fail_gets = false;                    // every GET fails
   std::chrono::milliseconds get_delay{0};    // hold each completion this long
+  bool no_progress = false; // never progress for our descriptors: peers'
+                            // emulated GETs (tcp) from this node hang
 };
+
+struct rdma_metrics;
 
 /// A handle to the engine: the actor plus the worker to signal, so a message
 /// wakes an engine sleeping on the event fd.
@@ -81,16 +95,21 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///   (ucx_get_atom, uint64_t worker_id, uint64_t addr, uint64_t len,
 ///    std::vector<uint8_t> rkey, pinned_ptr dest)
 ///     the same without a generation: unpacked for this GET alone
-///   (ucx_forget_atom, uint64_t worker_id)  drop the peer's cached keys
+///   (ucx_forget_atom, uint64_t worker_id)  the peer went: drop its cached
+///     keys, abandon its GETs, close its endpoint
 ///   (stat_atom) -> std::string  JSON: rkey_cache {hits, unpacks, evictions,
 ///     invalidations, entries, bytes}, warm_destination {kept, reused,
-///     dropped, held_bytes}
+///     dropped, held_bytes}, gets_in_flight, gets_abandoned
 struct ucx_engine_start {
   std::shared_ptr<const ucx_context> context;
   ucx_engine_faults faults;
   rkey_cache_config rkey_cache;
   bool rkey_cache_enabled = true;
   warm_destination_config warm;
+  // The longest one GET may run before it is answered get_failed and
+  // abandoned (the consumer then falls back to chunks).
+  std::chrono::milliseconds get_timeout{300000};
+  rdma_metrics* metrics = nullptr; // ferry_ucx_abandoned_gets (may be null)
 
   /// Every GET unpacks its key and no destination is kept.
   void disable_warm_state() {

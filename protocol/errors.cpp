@@ -26,6 +26,7 @@ std::string to_string(errc code) {
     case errc::pool_exhausted: return "pool_exhausted";
     case errc::get_failed: return "get_failed";
     case errc::descriptor_refused: return "descriptor_refused";
+    case errc::get_abandoned: return "get_abandoned";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

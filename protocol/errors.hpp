@@ -31,6 +31,7 @@ enum class errc : uint8_t {
   pool_exhausted,      // the arena pool cannot give memory
   get_failed,          // a UCX GET failed
   descriptor_refused,  // an RDMA descriptor or its key does not decode
+  get_abandoned,       // a GET given up that UCX may still write (destination lent)
 };
 
 /// The CAF error category ferry's codes live in.

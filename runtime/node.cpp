@@ -163,6 +163,9 @@ void node::start_ucx() {
   es.context = ucx_;
   es.faults.fail_gets = cfg_.test_fail_gets;
   es.faults.get_delay = std::chrono::milliseconds{cfg_.test_get_delay_ms};
+  es.faults.no_progress = cfg_.test_stall_ucx;
+  es.get_timeout = cfg_.transfer_timeout();
+  es.metrics = rdma_metrics_.get();
   // Rollback lever for the consumer's warm RDMA state (and the "before" of
   // its measurement), read once here like the kill switch.
   if (kill_switch_engaged(std::getenv("FERRY_RDMA_WARM_DISABLE"))) {

@@ -70,6 +70,7 @@ struct node_config {
   std::string test_descriptor_fault; // unknown_backend, truncated, trailing_byte, lying_key_length
   bool test_fail_gets = false;
   uint64_t test_get_delay_ms = 0;
+  bool test_stall_ucx = false; // the UCX engine never progresses for peers' GETs
 
   std::chrono::milliseconds request_timeout() const {
     return std::chrono::milliseconds{request_timeout_ms};

@@ -98,6 +98,9 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_option("--test-descriptor-fault", cfg.test_descriptor_fault,
                  "Test hook: corrupt each RDMA descriptor")
     ->group("");
+  app.add_flag("--test-stall-ucx", cfg.test_stall_ucx,
+               "Test hook: never progress UCX for peers' GETs (they hang)")
+    ->group("");
 }
 
 } // namespace ferry

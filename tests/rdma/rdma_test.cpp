@@ -4,6 +4,10 @@
 // side, fallbacks from fault hooks, leases under a dead or slow consumer.
 #include <gtest/gtest.h>
 
+#include <time.h>
+
+#include <future>
+
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -351,6 +355,89 @@ TEST_P(Rdma, AFinishedGetsLeaseIsHeldPastTheLeaseTimeout) {
   EXPECT_EQ(md->refcount, 1u);
   get_and_check(detached, big);
   EXPECT_EQ(owner_stat()["owner"]["slots"], 0);
+}
+
+namespace {
+
+/// The local UCX engine's stat (gets in flight, abandoned, warm state).
+nlohmann::json engine_stat(node& n) {
+  caf::scoped_actor self{n.system()};
+  nlohmann::json out;
+  self->request(n.ucx_engine().actor(), 10s, stat_atom::value)
+    .receive([&](std::string& text) { out = nlohmann::json::parse(text); },
+             [&](caf::error& err) { ADD_FAILURE() << describe(err); });
+  return out;
+}
+
+/// Waits (bounded) until `pred` holds.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds bound = 10s) {
+  auto until = std::chrono::steady_clock::now() + bound;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until)
+      return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+} // namespace
+
+TEST_P(Rdma, AGetToAnOwnerThatDiedIsAbandonedAndCostsNoCpu) {
+  if (GetParam() != "tcp")
+    GTEST_SKIP() << "over shared memory the GET reads one-sidedly and completes";
+  start({"--test-stall-ucx"}); // the owner never serves the GET
+  auto big = test::payload(4 * MiB_);
+  auto h = stage(big);
+  auto pending = std::async(std::launch::async, [&] { return client->get(h); });
+  ASSERT_TRUE(eventually([&] { return engine_stat(*local)["gets_in_flight"] == 1; }));
+  owner->kill(SIGKILL);
+  ASSERT_EQ(pending.wait_for(20s), std::future_status::ready);
+  auto r = pending.get();
+  ASSERT_FALSE(r);
+  EXPECT_TRUE(is(r.error(), errc::peer_down)) << describe(r.error());
+  // The gateway tells the engine the peer went: its GET is given up (kept
+  // as abandoned while UCX holds it; over tcp UCX may also fail it once the
+  // dead peer refuses the connection).
+  ASSERT_TRUE(eventually([&] { return engine_stat(*local)["gets_in_flight"] == 0; }));
+  auto abandoned = engine_stat(*local)["gets_abandoned"].get<int>();
+  EXPECT_LE(abandoned, 1);
+  EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_ucx_abandoned_gets"),
+            abandoned);
+  // Nothing of it is polled more than now and then.
+  auto before = cpu_seconds();
+  std::this_thread::sleep_for(2s);
+  auto used = cpu_seconds() - before;
+  EXPECT_LT(used, 0.4) << "the consumer node used " << used << " s of CPU in 2 s";
+}
+
+TEST_P(Rdma, AGetPastItsDeadlineIsAbandonedAndTheGetFallsBack) {
+  if (GetParam() != "tcp")
+    GTEST_SKIP() << "over shared memory the GET reads one-sidedly and completes";
+  auto cfg = consumer_config();
+  cfg.transfer_timeout_ms = 1000; // one GET's bound
+  start({"--test-stall-ucx"}, {}, cfg);
+  auto big = test::payload(2 * MiB_);
+  auto h = stage(big);
+  get_and_check(h, big); // by chunks, after the GET is given up
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::get_failed), 1);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 0);
+  EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_ucx_abandoned_gets"),
+            1);
+  EXPECT_EQ(owner_stat()["owner"]["leases"], 0);
+  // The abandoned GET never finishes (the owner never serves it): it is
+  // looked at now and then, never spun on.
+  auto before = cpu_seconds();
+  std::this_thread::sleep_for(2s);
+  auto used = cpu_seconds() - before;
+  EXPECT_LT(used, 0.4) << "the consumer node used " << used << " s of CPU in 2 s";
+  EXPECT_EQ(engine_stat(*local)["gets_abandoned"], 1);
 }
 
 namespace {
