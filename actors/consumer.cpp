@@ -31,6 +31,7 @@ struct consumer_state {
   uint64_t get_seq = 0; // which get of this actor; stale ticks carry an older one
   data_handle handle;
   owner_actor owner;
+  caf::actor_addr caller; // who asked for this get (monitored)
   caf::response_promise rp;
   // Where the bytes go: a fresh buffer (get), a caller's memory (get_into),
   // a pool block returned as it is (get_pinned), or a caller's registered
@@ -87,6 +88,8 @@ void recycle(consumer_ptr self) {
     return self->quit();
   if (st.owner)
     self->demonitor(st.owner.address());
+  if (st.caller)
+    self->demonitor(st.caller);
   // CAF 0.17 keeps an answered request's timeout armed until it fires (a
   // terminating actor drops them all). A reused consumer drops them here,
   // or every get would leave its acquire's, GET's and pulls' timers behind.
@@ -446,11 +449,22 @@ void start(consumer_ptr self, const data_handle& h) {
   auto& st = self->state;
   ++st.get_seq;
   st.handle = h;
+  // A caller that gives up (its own timeout, or it ended) gets nothing: the
+  // transfer stops and its lease goes back instead of being held for nobody.
+  if (const auto& sender = st.rp.source()) { // the promise took the sender
+    st.caller = sender->address();
+    self->monitor(sender);
+  }
   self->set_down_handler([=](caf::down_msg& dm) {
-    if (dm.source == self->state.owner.address())
+    auto& st = self->state;
+    if (dm.source == st.owner.address())
       fail(self, make_error(errc::peer_down,
-                            "owner of " + to_string(self->state.handle)
+                            "owner of " + to_string(st.handle)
                               + " went down: " + to_string(dm.reason)));
+    else if (st.caller && dm.source == st.caller)
+      fail(self, make_error(errc::timeout, "the caller of the get of "
+                                             + to_string(st.handle)
+                                             + " went away"));
   });
   find_owner(
     self, st.ctx, h.owner(),

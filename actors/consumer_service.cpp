@@ -91,7 +91,8 @@ consumer_service_actor::behavior_type service(service_ptr self,
         return make_error(errc::pool_exhausted,
                           "no registered memory on this node (no UCX)");
       auto rp = self->make_response_promise<pinned_ptr>();
-      self->request(self->state.ctx.pool, caf::infinite, pool_alloc_atom::value,
+      self->request(self->state.ctx.pool, self->state.ctx.cfg.request_timeout,
+                    pool_alloc_atom::value,
                     bytes, true)
         .then([=](pinned_ptr& block) mutable { rp.deliver(std::move(block)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });

@@ -145,19 +145,21 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       const auto& node = *self->state.params.node;
       auto consumer = node.consumer;
       auto owner = node.owner;
-      self->request(consumer, caf::infinite, get_atom::value, h)
+      auto request_timeout = node.request_timeout;
+      auto transfer_timeout = node.transfer_timeout;
+      self->request(consumer, node.get_timeout(), get_atom::value, h)
         .then(
           [=](byte_buffer& bytes, uint64_t lease) mutable {
-            auto staged = pinned ? self->request(owner, caf::infinite,
+            auto staged = pinned ? self->request(owner, transfer_timeout,
                                                  register_pinned_atom::value,
                                                  std::move(bytes), uint64_t{0})
-                                 : self->request(owner, caf::infinite,
+                                 : self->request(owner, transfer_timeout,
                                                  register_atom::value,
                                                  std::move(bytes), uint64_t{0});
             staged.then(
                 [=](data_handle& copy) mutable {
                   rp.deliver(copy);
-                  self->request(consumer, caf::infinite, release_atom::value, h,
+                  self->request(consumer, request_timeout, release_atom::value, h,
                                 lease)
                     .then([](uint64_t, bool) {},
                           [=](caf::error& err) {
@@ -172,8 +174,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
     },
     [=](stat_atom) -> caf::result<std::string> {
       auto rp = self->make_response_promise<std::string>();
-      self->request(self->state.params.node->owner, caf::infinite,
-                    stat_atom::value)
+      self->request(self->state.params.node->owner,
+                    self->state.params.node->request_timeout, stat_atom::value)
         .then(
           [=](std::string& owner_stat) mutable {
             const auto& id = self->state.params.identity;

@@ -23,7 +23,13 @@ struct node_context {
   uint64_t worker_id = 0;
   owner_actor owner;
   consumer_service_actor consumer;
-  std::chrono::milliseconds request_timeout{10000};
+  std::chrono::milliseconds request_timeout{10000};  // one request
+  std::chrono::milliseconds transfer_timeout{300000}; // one whole transfer
+
+  /// The bound on a get (a whole transfer, then its answer).
+  std::chrono::milliseconds get_timeout() const {
+    return transfer_timeout + request_timeout;
+  }
 };
 
 /// Builds a worker actor from the arguments of a spawn request.

@@ -393,7 +393,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       auto rp = self->make_response_promise<data_handle>();
       auto shared = std::make_shared<byte_buffer>(std::move(bytes));
       self
-        ->request(self->state.rdma.pool, caf::infinite, pool_alloc_atom::value,
+        ->request(self->state.rdma.pool, self->state.cfg.request_timeout,
+                  pool_alloc_atom::value,
                   static_cast<uint64_t>(shared->size()), true)
         .then(
           [=](pinned_ptr& block) mutable {

@@ -34,6 +34,7 @@ struct owner_config {
   bool rdma_enabled = true;                         // the kill switch is off
   uint64_t rdma_min_bytes = 64 * 1024;              // smaller pinned slots answer chunked
   std::chrono::milliseconds lease_timeout{30000};   // RDMA lease deadline
+  std::chrono::milliseconds request_timeout{10000}; // bound on its own requests
   // Test hook: corrupt each descriptor ("unknown_backend", "truncated",
   // "trailing_byte", "lying_key_length"). Only in FERRY_TEST_HOOKS builds.
   std::string test_descriptor_fault;

@@ -86,13 +86,13 @@ std::string verify(const shard_plan& p, const shard_result& r,
 void on_result(coordinator_ptr self, size_t index, shard_result& r) {
   auto& st = self->state;
   auto sorted = r.sorted;
-  self->request(st.consumer, caf::infinite, get_atom::value, sorted)
+  self->request(st.consumer, st.timeout, get_atom::value, sorted)
     .then(
       [=](byte_buffer& bytes, uint64_t lease) {
         auto& st = self->state;
         const auto& p = st.plan[index];
         auto problem = verify(p, r, bytes);
-        self->request(st.consumer, caf::infinite, release_atom::value, sorted,
+        self->request(st.consumer, st.timeout, release_atom::value, sorted,
                       lease)
           .then([](uint64_t, bool) {}, [](caf::error&) {});
         if (!problem.empty())

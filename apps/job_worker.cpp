@@ -15,11 +15,11 @@ caf::behavior sort_worker(caf::event_based_actor* self, node_context ctx) {
   return {
     [=](job_task_atom, uint64_t shard, const data_handle& input) {
       auto rp = self->make_response_promise();
-      self->request(ctx.consumer, caf::infinite, get_atom::value, input)
+      self->request(ctx.consumer, ctx.get_timeout(), get_atom::value, input)
         .then(
           [=](byte_buffer& bytes, uint64_t lease) mutable {
             // The input is ours alone: release it so its owner frees it.
-            self->request(ctx.consumer, caf::infinite, release_atom::value,
+            self->request(ctx.consumer, ctx.request_timeout, release_atom::value,
                           input, lease)
               .then([](uint64_t, bool) {},
                     [=](caf::error& err) {
@@ -28,7 +28,7 @@ caf::behavior sort_worker(caf::event_based_actor* self, node_context ctx) {
                     });
             auto stats = sort_shard(bytes);
             self
-              ->request(ctx.owner, caf::infinite, register_pinned_atom::value,
+              ->request(ctx.owner, ctx.transfer_timeout, register_pinned_atom::value,
                         std::move(bytes), uint64_t{0})
               .then(
                 [=](data_handle& sorted) mutable {

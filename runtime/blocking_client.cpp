@@ -12,32 +12,57 @@ blocking_client::blocking_client(node& n) : node_(&n) {
   // nop
 }
 
-// Each call: one request from a scoped actor, one answer or error. The
-// error handler is the same everywhere; the value handler differs by type.
+namespace {
+
+/// A handler with exactly the parameters of `f` that stores f's result.
+template <class Result, class F, class... Args>
+auto store_into(caf::expected<Result>& out, F& f, caf::detail::type_list<Args...>) {
+  return [&out, &f](Args... xs) { out = f(std::forward<Args>(xs)...); };
+}
+
+} // namespace
+
+template <class Result, class Dest, class OnValue, class... Ts>
+caf::expected<Result> blocking_client::ask(std::chrono::milliseconds timeout,
+                                           const Dest& dest, OnValue on_value,
+                                           Ts&&... xs) {
+  caf::scoped_actor self{node_->system()};
+  caf::expected<Result> result = make_error(errc::timeout);
+  using args = typename caf::detail::get_callable_trait<OnValue>::arg_types;
+  self->request(dest, timeout, std::forward<Ts>(xs)...)
+    .receive(store_into(result, on_value, args{}),
+             [&](caf::error& err) {
+               if (err == caf::sec::request_timeout)
+                 err = make_error(errc::timeout,
+                                  "no answer within "
+                                    + std::to_string(timeout.count()) + " ms");
+               result = std::move(err);
+             });
+  return result;
+}
+
+std::chrono::milliseconds blocking_client::control_bound() const {
+  return node_->config().request_timeout();
+}
+
+std::chrono::milliseconds blocking_client::transfer_bound() const {
+  return node_->config().transfer_timeout() + node_->config().request_timeout();
+}
 
 caf::expected<data_handle>
 blocking_client::register_data(byte_buffer bytes, std::chrono::milliseconds ttl) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<data_handle> result = make_error(errc::timeout);
-  self
-    ->request(node_->owner(), caf::infinite, register_atom::value,
-              std::move(bytes), static_cast<uint64_t>(ttl.count()))
-    .receive([&](data_handle& h) { result = h; },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<data_handle>(
+    transfer_bound(), node_->owner(), [](data_handle& h) { return h; },
+    register_atom::value, std::move(bytes), static_cast<uint64_t>(ttl.count()));
 }
 
 caf::expected<data_handle>
 blocking_client::register_data_pinned(byte_buffer bytes,
                                       std::chrono::milliseconds ttl) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<data_handle> result = make_error(errc::timeout);
-  self
-    ->request(node_->owner(), caf::infinite, register_pinned_atom::value,
-              std::move(bytes), static_cast<uint64_t>(ttl.count()))
-    .receive([&](data_handle& h) { result = h; },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<data_handle>(
+    transfer_bound(), node_->owner(), [](data_handle& h) { return h; },
+    register_pinned_atom::value, std::move(bytes),
+    static_cast<uint64_t>(ttl.count()));
 }
 
 caf::expected<region_guard>
@@ -68,152 +93,110 @@ blocking_client::register_region(external_region_ptr region) {
   if (!node_->has_ucx())
     return make_error(errc::invalid_argument,
                       "this node has no UCX transport: nothing to register with");
-  caf::scoped_actor self{node_->system()};
-  caf::expected<region_guard> result = make_error(errc::timeout);
-  self->request(node_->arena_pool(), caf::infinite, region_register_atom::value, region)
-    .receive(
-      [&](uint64_t) {
-        result = region_guard{
-          region, node_->arena_pool(),
-          std::chrono::milliseconds{node_->config().drop_dereg_timeout_ms}};
-      },
-      [&](caf::error& err) { result = std::move(err); });
-  return result;
+  auto pool = node_->arena_pool();
+  auto drop_timeout = std::chrono::milliseconds{node_->config().drop_dereg_timeout_ms};
+  return ask<region_guard>(
+    transfer_bound(), pool,
+    [&](uint64_t) { return region_guard{region, pool, drop_timeout}; },
+    region_register_atom::value, region);
 }
 
 caf::expected<data_handle>
 blocking_client::register_data_in_region(const region_guard& region,
                                          uint64_t offset, uint64_t len,
                                          std::chrono::milliseconds ttl) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<data_handle> result = make_error(errc::timeout);
-  self
-    ->request(node_->owner(), caf::infinite, region_stage_atom::value,
-              region.region(), offset, len, static_cast<uint64_t>(ttl.count()))
-    .receive([&](data_handle& h) { result = h; },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<data_handle>(
+    control_bound(), node_->owner(), [](data_handle& h) { return h; },
+    region_stage_atom::value, region.region(), offset, len,
+    static_cast<uint64_t>(ttl.count()));
 }
 
 caf::expected<get_result> blocking_client::get(const data_handle& h) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<get_result> result = make_error(errc::timeout);
-  self->request(node_->consumer(), caf::infinite, get_atom::value, h)
-    .receive(
-      [&](byte_buffer& bytes, uint64_t lease) {
-        result = get_result{std::move(bytes), lease};
-      },
-      [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<get_result>(
+    transfer_bound(), node_->consumer(),
+    [](byte_buffer& bytes, uint64_t lease) {
+      return get_result{std::move(bytes), lease};
+    },
+    get_atom::value, h);
 }
 
 caf::expected<std::pair<uint64_t, uint64_t>>
 blocking_client::get_into(const data_handle& h, char* dest, size_t size) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<std::pair<uint64_t, uint64_t>> result = make_error(errc::timeout);
-  self
-    ->request(node_->consumer(), caf::infinite, get_into_atom::value, h,
-              mutable_bytes{dest, size})
-    .receive([&](uint64_t n, uint64_t lease) { result = std::make_pair(n, lease); },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<std::pair<uint64_t, uint64_t>>(
+    transfer_bound(), node_->consumer(),
+    [](uint64_t n, uint64_t lease) { return std::make_pair(n, lease); },
+    get_into_atom::value, h, mutable_bytes{dest, size});
 }
 
 caf::expected<pinned_result> blocking_client::get_pinned(const data_handle& h) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<pinned_result> result = make_error(errc::timeout);
-  self->request(node_->consumer(), caf::infinite, get_pinned_atom::value, h)
-    .receive(
-      [&](pinned_ptr& block, uint64_t size, uint64_t lease) {
-        result = pinned_result{std::move(block), size, lease};
-      },
-      [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<pinned_result>(
+    transfer_bound(), node_->consumer(),
+    [](pinned_ptr& block, uint64_t size, uint64_t lease) {
+      return pinned_result{std::move(block), size, lease};
+    },
+    get_pinned_atom::value, h);
 }
 
 caf::expected<pinned_ptr> blocking_client::alloc_pinned_writer(uint64_t bytes) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<pinned_ptr> result = make_error(errc::timeout);
-  self->request(node_->consumer(), caf::infinite, pool_alloc_atom::value, bytes)
-    .receive([&](pinned_ptr& block) { result = std::move(block); },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<pinned_ptr>(
+    control_bound(), node_->consumer(),
+    [](pinned_ptr& block) { return std::move(block); }, pool_alloc_atom::value,
+    bytes);
 }
 
 caf::expected<std::pair<uint64_t, uint64_t>>
 blocking_client::get_into(const data_handle& h, const pinned_ptr& writer) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<std::pair<uint64_t, uint64_t>> result = make_error(errc::timeout);
-  self->request(node_->consumer(), caf::infinite, get_into_atom::value, h, writer)
-    .receive([&](uint64_t n, uint64_t lease) { result = std::make_pair(n, lease); },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<std::pair<uint64_t, uint64_t>>(
+    transfer_bound(), node_->consumer(),
+    [](uint64_t n, uint64_t lease) { return std::make_pair(n, lease); },
+    get_into_atom::value, h, writer);
 }
 
 caf::expected<rv_metadata_response>
 blocking_client::metadata(const data_handle& h) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<rv_metadata_response> result = make_error(errc::timeout);
-  self->request(node_->consumer(), caf::infinite, metadata_atom::value, h)
-    .receive(
-      [&](uint64_t len, uint64_t refs, bool pinned) {
-        result = rv_metadata_response{len, refs, pinned};
-      },
-      [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<rv_metadata_response>(
+    control_bound(), node_->consumer(),
+    [](uint64_t len, uint64_t refs, bool pinned) {
+      return rv_metadata_response{len, refs, pinned};
+    },
+    metadata_atom::value, h);
 }
 
 caf::expected<uint64_t> blocking_client::ref(const data_handle& h) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<uint64_t> result = make_error(errc::timeout);
-  self->request(node_->consumer(), caf::infinite, ref_atom::value, h)
-    .receive([&](uint64_t refs) { result = refs; },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<uint64_t>(
+    control_bound(), node_->consumer(), [](uint64_t refs) { return refs; },
+    ref_atom::value, h);
 }
 
 caf::error blocking_client::detach(const data_handle& h, uint64_t lease_id) {
-  caf::scoped_actor self{node_->system()};
-  caf::error result;
-  self->request(node_->consumer(), caf::infinite, detach_atom::value, h, lease_id)
-    .receive([&](caf::ok_atom) {},
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  auto r = ask<caf::ok_atom>(
+    control_bound(), node_->consumer(), [](caf::ok_atom ok) { return ok; },
+    detach_atom::value, h, lease_id);
+  return r ? caf::error{} : std::move(r.error());
 }
 
 caf::expected<rv_release_response>
 blocking_client::release(const data_handle& h, uint64_t lease_id) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<rv_release_response> result = make_error(errc::timeout);
-  self
-    ->request(node_->consumer(), caf::infinite, release_atom::value, h, lease_id)
-    .receive(
-      [&](uint64_t refs, bool freed) { result = rv_release_response{refs, freed}; },
-      [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<rv_release_response>(
+    control_bound(), node_->consumer(),
+    [](uint64_t refs, bool freed) { return rv_release_response{refs, freed}; },
+    release_atom::value, h, lease_id);
 }
 
 caf::expected<data_handle> blocking_client::adopt(const gateway_actor& remote,
                                                   const data_handle& h,
                                                   bool pinned) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<data_handle> result = make_error(errc::timeout);
   auto options = nlohmann::json{{"pinned", pinned}}.dump();
-  self
-    ->request(remote, node_->config().transfer_timeout(), adopt_atom::value, h,
-              options)
-    .receive([&](data_handle& copy) { result = copy; },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  // The remote node runs a whole get and a staging copy for us.
+  return ask<data_handle>(
+    transfer_bound() + transfer_bound(), remote,
+    [](data_handle& copy) { return copy; }, adopt_atom::value, h, options);
 }
 
 caf::expected<std::string> blocking_client::stat(const gateway_actor& gw) {
-  caf::scoped_actor self{node_->system()};
-  caf::expected<std::string> result = make_error(errc::timeout);
-  self->request(gw, node_->config().request_timeout(), stat_atom::value)
-    .receive([&](std::string& text) { result = std::move(text); },
-             [&](caf::error& err) { result = std::move(err); });
-  return result;
+  return ask<std::string>(
+    control_bound(), gw, [](std::string& text) { return std::move(text); },
+    stat_atom::value);
 }
 
 } // namespace ferry

@@ -1,6 +1,8 @@
 // blocking_client: the handle API for plain (non-actor) code, on top of a
 // node. Each call sends one request to the node's actors and waits for the
-// answer; the actors bound every cross-node step with a timeout.
+// answer, bounded: a control call by request_timeout, a get or a staging
+// copy by transfer_timeout (plus one request_timeout for its answer). The
+// actors bound every cross-node step inside it too.
 // Must never: be used from inside an actor (it blocks its thread).
 #pragma once
 
@@ -107,6 +109,16 @@ public:
 
 private:
   caf::expected<region_guard> register_region(external_region_ptr region);
+
+  /// One request to `dest` from a scoped actor, waiting at most `timeout`:
+  /// `on_value`'s result for the answer, or the error (errc::timeout names
+  /// what did not answer).
+  template <class Result, class Dest, class OnValue, class... Ts>
+  caf::expected<Result> ask(std::chrono::milliseconds timeout, const Dest& dest,
+                            OnValue on_value, Ts&&... xs);
+
+  std::chrono::milliseconds control_bound() const;
+  std::chrono::milliseconds transfer_bound() const;
 
   node* node_;
 };

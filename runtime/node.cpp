@@ -117,6 +117,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   ctx_ = std::make_shared<node_context>();
   ctx_->worker_id = worker_id_;
   ctx_->request_timeout = cfg_.request_timeout();
+  ctx_->transfer_timeout = cfg_.transfer_timeout();
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),
                             owner_rdma_links{pool_, engine_, rdma_metrics_.get()});
 

@@ -359,3 +359,42 @@ TEST_F(ActorLease, TimeToLiveFreesTheSlot) {
   auto md = call<uint64_t, uint64_t, bool>(ctx->consumer, metadata_atom::value, h);
   EXPECT_TRUE(is(md.error, errc::unknown_handle));
 }
+
+namespace {
+
+/// An owner that never answers pulls from chunk 1 on.
+struct StalledPulls : ActorFixture {
+  StalledPulls() : ActorFixture(stalled_config()) {}
+  static owner_config stalled_config() {
+    auto c = make_owner_config();
+    c.stall_pulls_from = 1;
+    return c;
+  }
+};
+
+using ActorLeaseStalled = StalledPulls;
+
+} // namespace
+
+TEST_F(ActorLeaseStalled, ACallerThatGoesAwayTakesItsGetsLeaseBack) {
+  auto h = stage(4 * chunk);
+  caf::actor caller = sys.spawn(
+    [=](caf::event_based_actor* self, int) {
+      self->request(ctx->consumer, caf::infinite, get_atom::value, h)
+        .then([](byte_buffer&, uint64_t) { ADD_FAILURE() << "a stalled get finished"; },
+              [](caf::error&) {});
+    },
+    0);
+  sched.run();
+  EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos);
+  caf::anon_send_exit(caller, caf::exit_reason::user_shutdown);
+  sched.run();
+  // The consumer saw its caller go, stopped, and detached the lease.
+  EXPECT_NE(owner_stat().find("\"leases\":0"), std::string::npos) << owner_stat();
+  EXPECT_NE(owner_stat().find("\"transfers\":0"), std::string::npos);
+  EXPECT_EQ(cm.gets_failed->Value(), 1);
+  EXPECT_EQ(std::get<0>(*call<uint64_t, uint64_t, bool>(ctx->consumer,
+                                                        metadata_atom::value, h)
+                           .values),
+            4 * chunk); // the payload stays staged
+}
