@@ -98,11 +98,17 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
   });
   return {
-    [=](hello_atom, peer_hello& peer) -> peer_hello {
+    [=](hello_atom, peer_hello& peer) -> caf::result<peer_hello> {
+      if (auto err = check_hello(peer)) {
+        spdlog::warn("{}", describe(err));
+        return err;
+      }
       add_peer(self, peer);
       return own_hello(self);
     },
-    [=](add_peer_atom, peer_hello& peer) -> caf::ok_atom {
+    [=](add_peer_atom, peer_hello& peer) -> caf::result<caf::ok_atom> {
+      if (auto err = check_hello(peer))
+        return err;
       add_peer(self, peer);
       return caf::ok_atom::value;
     },

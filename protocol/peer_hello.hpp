@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <caf/actor.hpp>
+#include <caf/error.hpp>
 #include <caf/meta/type_name.hpp>
 
 namespace ferry {
@@ -23,6 +24,18 @@ struct peer_hello {
   caf::actor gateway;
   caf::actor owner;
 };
+
+/// Bounds on what a peer may state in its hello.
+struct peer_hello_limits {
+  static constexpr size_t max_ucx_address = 16 * 1024; // UCX's are far smaller
+  static constexpr size_t max_capabilities = 32;
+  static constexpr size_t max_name = 255; // a capability or a host name
+};
+
+/// errc::protocol_violation naming the first field out of bounds (a zero
+/// worker id, no gateway, an over-long UCX address, host or capability
+/// list); none for a hello that may be registered.
+caf::error check_hello(const peer_hello& h);
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, peer_hello& x) {

@@ -9,8 +9,13 @@ namespace ferry {
 
 constexpr uint64_t page_bytes = 4096;
 
+/// Whole pages covering `bytes`; saturates at the largest page multiple
+/// instead of wrapping to 0 near 2^64 (a size from a peer can be anything).
 inline uint64_t round_to_pages(uint64_t bytes) {
-  return (bytes + page_bytes - 1) / page_bytes * page_bytes;
+  constexpr uint64_t top = ~uint64_t{0} / page_bytes * page_bytes;
+  if (bytes > top)
+    return top;
+  return bytes / page_bytes * page_bytes + (bytes % page_bytes != 0 ? page_bytes : 0);
 }
 
 class registered_budget {

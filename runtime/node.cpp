@@ -1,5 +1,7 @@
 #include "runtime/node.hpp"
 
+#include <thread>
+
 #include <malloc.h>
 
 #include <algorithm>
@@ -319,32 +321,54 @@ void node::stop() {
   // Stop in order, each bounded: the front door and the consumers first,
   // then the owner (its slots return their blocks), then the UCX engine (no
   // GET runs after it), then the pool, which unmaps what is left.
-  auto stop_and_wait = [&](const caf::actor& a) {
+  auto bound = std::chrono::milliseconds{cfg_.shutdown_timeout_ms};
+  auto stop_and_wait = [&](const char* what, const caf::actor& a) {
     if (!a)
       return;
     caf::scoped_actor self{*sys_};
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);
     self->receive([](const caf::down_msg&) {},
-                  caf::after(std::chrono::milliseconds{cfg_.shutdown_timeout_ms})
-                    >> [] { spdlog::warn("an actor did not stop in time"); });
+                  caf::after(bound) >> [&] {
+                    spdlog::warn("shutdown: the {} did not stop within {} ms", what,
+                                 bound.count());
+                  });
   };
-  stop_and_wait(caf::actor_cast<caf::actor>(gateway_));
-  stop_and_wait(caf::actor_cast<caf::actor>(ctx_->consumer));
-  stop_and_wait(caf::actor_cast<caf::actor>(ctx_->owner));
+  stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
+  stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
+  stop_and_wait("owner", caf::actor_cast<caf::actor>(ctx_->owner));
   if (engine_) {
     caf::anon_send_exit(engine_.actor(), caf::exit_reason::user_shutdown);
     engine_.wake();
-    stop_and_wait(engine_.actor());
+    stop_and_wait("UCX engine", engine_.actor());
   }
-  stop_and_wait(caf::actor_cast<caf::actor>(pool_));
+  stop_and_wait("arena pool", caf::actor_cast<caf::actor>(pool_));
   exposer_.reset();
   gateway_ = nullptr;
   pool_ = nullptr;
   engine_ = ucx_engine_ref{};
   ctx_.reset();
-  sys_.reset();
+  destroy_system(bound);
   ucx_.reset();
+}
+
+void node::destroy_system(std::chrono::milliseconds bound) {
+  // The actor system's destructor waits for every actor, workers included:
+  // it runs only once none is left, waiting at most `bound` for that. A
+  // system whose actors do not stop is named and left behind (its memory
+  // leaks; the process can still exit).
+  auto until = std::chrono::steady_clock::now() + bound;
+  while (sys_->registry().running() > 0 && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  if (auto left = sys_->registry().running(); left > 0) {
+    spdlog::warn("shutdown: {} actors (workers?) did not stop within {} ms; "
+                 "the actor system is left behind",
+                 left, bound.count());
+    sys_.release();
+    sys_cfg_.release(); // the system still reads its config
+    return;
+  }
+  sys_.reset();
 }
 
 } // namespace ferry

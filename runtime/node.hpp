@@ -97,6 +97,7 @@ private:
   struct caf_config;
 
   void start_ucx();
+  void destroy_system(std::chrono::milliseconds bound);
   void drain_rdma();
   peer_hello hello() const;
 

@@ -40,8 +40,6 @@ struct node_config {
   uint64_t transfer_timeout_ms = 300000; // a whole adopt/job step
   uint64_t chunk_size = 512 * KiB;       // DEFAULT_CHUNK_SIZE
   uint32_t pull_window = 8;              // chunk pulls in flight per transfer
-  uint64_t staging_threshold = 256 * KiB; // DEFAULT_THRESHOLD (messenger)
-  uint64_t staged_fetch_timeout_ms = 0;  // 0: none
   uint64_t staged_payload_max = 0;       // 0: no limit
   uint64_t lease_sweep_ms = 100;         // chunked lease deadlines and TTLs
 
@@ -58,9 +56,6 @@ struct node_config {
   uint64_t retain_arena_bytes = 64 * MiB;
   uint64_t shutdown_timeout_ms = 30000;
   uint64_t drop_dereg_timeout_ms = 30000;
-  uint64_t eager_max = 1 * MiB;
-  uint64_t ep_idle_timeout_ms = 0; // 0: off; values below 500 rise to 500
-  bool eager_endpoints = false;
 
   // -- logging -----------------------------------------------------------------
   std::string log_level = "info";
@@ -80,12 +75,6 @@ struct node_config {
   }
   std::chrono::milliseconds effective_lease_timeout() const {
     return std::chrono::milliseconds{lease_timeout_ms < 1 ? 1 : lease_timeout_ms};
-  }
-  std::chrono::milliseconds effective_ep_idle_timeout() const {
-    if (ep_idle_timeout_ms == 0)
-      return std::chrono::milliseconds{0};
-    return std::chrono::milliseconds{ep_idle_timeout_ms < 500 ? 500
-                                                              : ep_idle_timeout_ms};
   }
   std::string advertised_host() const {
     return advertise_host.empty() ? bind_host : advertise_host;

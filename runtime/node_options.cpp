@@ -9,7 +9,7 @@ void add_client_options(CLI::App& app, node_config& cfg) {
                  "Bound on every cross-node request")
     ->capture_default_str();
   app.add_option("--transfer-timeout-ms", cfg.transfer_timeout_ms,
-                 "Bound on a whole transfer a remote node runs for us")
+                 "Bound on one whole transfer (a GET, a get, an adopt)")
     ->capture_default_str();
   app.add_option("--pull-window", cfg.pull_window,
                  "Chunk pulls in flight per transfer")
@@ -57,12 +57,6 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--chunk-size", cfg.chunk_size, "Chunk size of the chunked path")
     ->capture_default_str();
-  app.add_option("--staging-threshold", cfg.staging_threshold,
-                 "Messenger payloads above this go by rendezvous")
-    ->capture_default_str();
-  app.add_option("--staged-fetch-timeout-ms", cfg.staged_fetch_timeout_ms,
-                 "Longest fetch of a staged payload (0: none)")
-    ->capture_default_str();
   app.add_option("--lease-sweep-ms", cfg.lease_sweep_ms,
                  "Sweep period of chunked lease deadlines and TTLs")
     ->capture_default_str();
@@ -71,7 +65,7 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--rdma-min-bytes", cfg.rdma_min_bytes)->capture_default_str();
   app.add_option("--lease-timeout-ms", cfg.lease_timeout_ms,
-                 "RDMA lease deadline (at least 1 ms)")
+                 "Deadline of a lease while its transfer runs (at least 1 ms)")
     ->capture_default_str();
   app.add_option("--initial-arena-bytes", cfg.initial_arena_bytes)
     ->capture_default_str();
@@ -87,11 +81,6 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--drop-dereg-timeout-ms", cfg.drop_dereg_timeout_ms)
     ->capture_default_str();
-  app.add_option("--eager-max", cfg.eager_max)->capture_default_str();
-  app.add_option("--ep-idle-timeout-ms", cfg.ep_idle_timeout_ms,
-                 "UCX endpoint idle reaper (0: off, floor 500)")
-    ->capture_default_str();
-  app.add_option("--eager-endpoints", cfg.eager_endpoints)->capture_default_str();
   app.add_option("--test-stall-pulls-from", cfg.test_stall_pulls_from,
                  "Test hook: never answer pulls of this chunk index or later")
     ->group("");

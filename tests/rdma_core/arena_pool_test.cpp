@@ -123,6 +123,30 @@ TEST_F(ArenaPool, BudgetIsCountedInPagesAndRefusesPastTheCap) {
   EXPECT_EQ(std::get<pool_refusal>(d), pool_refusal::budget);
 }
 
+TEST(RegisteredBudget, PageRoundingNeverWrapsAndHugeSizesAreRefused) {
+  constexpr auto top = ~uint64_t{0};
+  EXPECT_EQ(round_to_pages(0), 0u);
+  EXPECT_EQ(round_to_pages(1), page_bytes);
+  EXPECT_EQ(round_to_pages(page_bytes), page_bytes);
+  EXPECT_EQ(round_to_pages(top), top / page_bytes * page_bytes);
+  EXPECT_EQ(round_to_pages(top - page_bytes), top / page_bytes * page_bytes);
+  registered_budget b{1 << 20};
+  EXPECT_FALSE(b.try_reserve(top));
+  EXPECT_FALSE(b.try_reserve(top - 1));
+  EXPECT_EQ(b.used(), 0u);
+  EXPECT_TRUE(b.try_reserve(1));
+  EXPECT_EQ(b.used(), page_bytes);
+}
+
+TEST_F(ArenaPool, AHugeRequestIsRefusedNotWrapped) {
+  auto pool = make(small(), 100 * KiB);
+  for (uint64_t n : {~uint64_t{0}, ~uint64_t{0} - 4095, uint64_t{1} << 63}) {
+    auto r = pool.allocate(n, true);
+    ASSERT_TRUE(std::holds_alternative<pool_refusal>(r)) << n;
+  }
+  EXPECT_EQ(budget->used(), 0u);
+}
+
 TEST_F(ArenaPool, NoMappingWhenNotAllowedOrWhenTheMapperFails) {
   auto pool = make(small(), 1 << 30);
   auto r = pool.allocate(4 * KiB, false);

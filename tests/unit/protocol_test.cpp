@@ -6,12 +6,15 @@
 #include <caf/binary_serializer.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <nlohmann/json.hpp>
 
 #include "protocol/byte_buffer.hpp"
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/peer_hello.hpp"
 #include "protocol/rv_messages.hpp"
 #include "protocol/type_registry.hpp"
 
@@ -309,4 +312,37 @@ TEST(ProtocolBuffer, BulkAssignCopiesExactlyAndReplacesOldContents) {
     assign_for_bulk(dst, src.data(), n);
     EXPECT_EQ(dst, src) << n;
   }
+}
+
+TEST_F(ProtocolChunk, AHelloOutOfBoundsIsRefusedNamingTheField) {
+  peer_hello h;
+  h.worker_id = 5;
+  h.gateway = sys.spawn([] { return caf::behavior{[](int) {}}; });
+  h.ucx_address.resize(peer_hello_limits::max_ucx_address);
+  h.capabilities = {"chunked", "ucx"};
+  EXPECT_FALSE(check_hello(h));
+  auto refused = [&](peer_hello bad, const char* words) {
+    auto err = check_hello(bad);
+    EXPECT_TRUE(is(err, errc::protocol_violation)) << words;
+    EXPECT_NE(describe(err).find(words), std::string::npos) << describe(err);
+  };
+  auto big = h;
+  big.ucx_address.push_back(0);
+  refused(big, "UCX address of 16385 bytes");
+  auto zero = h;
+  zero.worker_id = 0;
+  refused(zero, "worker id 0");
+  auto none = h;
+  none.gateway = nullptr;
+  refused(none, "no gateway");
+  auto host = h;
+  host.host.assign(256, 'h');
+  refused(host, "host name");
+  auto caps = h;
+  caps.capabilities.assign(33, "x");
+  refused(caps, "33 capabilities");
+  auto cap = h;
+  cap.capabilities = {std::string(256, 'c')};
+  refused(cap, "capability name");
+  caf::anon_send_exit(h.gateway, caf::exit_reason::user_shutdown);
 }
