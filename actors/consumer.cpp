@@ -2,25 +2,23 @@
 
 #include <algorithm>
 #include <cstring>
-#include <new>
+#include <optional>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <prometheus/counter.h>
+#include <prometheus/histogram.h>
+#include <spdlog/spdlog.h>
 
 #include "actors/consumer_metrics.hpp"
 #include "actors/owner_lookup.hpp"
 #include "actors/path_metrics.hpp"
 #include "actors/rdma_metrics.hpp"
+#include "actors/transfer.hpp"
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/errors.hpp"
-#include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
-#include "rdma/rkey_preparse.hpp"
-
-#include <prometheus/histogram.h>
-#include <spdlog/spdlog.h>
 
 namespace ferry {
 
@@ -29,53 +27,25 @@ namespace {
 struct consumer_state {
   consumer_context ctx;
   uint64_t get_seq = 0; // which get of this actor; stale ticks carry an older one
+  std::optional<transfer> rules; // the get's state machine
   data_handle handle;
   owner_actor owner;
   caf::actor_addr caller; // who asked for this get (monitored)
   caf::response_promise rp;
-  // Where the bytes go: a fresh buffer (get), a caller's memory (get_into),
-  // a pool block returned as it is (get_pinned), or a caller's registered
-  // block, GET straight into it (get_into with a pinned writer).
-  enum class mode { buffer, raw, pinned_result, pinned_writer } into = mode::buffer;
+  // Where the bytes go (see transfer::into): a fresh buffer, a caller's
+  // memory, a pool block returned as it is, or a caller's registered block.
+  transfer::into into = transfer::into::buffer;
   mutable_bytes dest;
-  pinned_ptr block;
+  pinned_ptr block; // the result block, the caller's writer, or a GET's destination
   byte_buffer buffer;
-  rv_ready ready;
-  bool have_lease = false;
+  const chunk_bytes* chunk = nullptr; // the chunk being handled
   bool done = false;
-  bool ucx_peer = false;       // the owner is registered on our UCX engine
-  bool offered = false;        // the current acquire carried an offer
-  bool fell_back = false;      // the one fallback happened
-  bool renewing = false;       // the transfer runs: renewals go out
-  std::chrono::milliseconds renew_period{0};
-  uint64_t next_index = 0;
-  uint64_t in_flight = 0;
-  uint64_t received = 0;
   static inline const char* name = "ferry.consumer";
 };
 
 using consumer_ptr = caf::stateful_actor<consumer_state>*;
 
-void fail(consumer_ptr self, caf::error err) {
-  auto& st = self->state;
-  if (st.done)
-    return;
-  st.done = true;
-  if (st.ctx.metrics)
-    st.ctx.metrics->gets_failed->Increment();
-  // Best effort: give the lease back so the owner does not hold it. A dead
-  // owner has nothing to give back to.
-  if (st.have_lease && !is(err, errc::peer_down))
-    caf::anon_send(st.owner, rv_detach_atom::value,
-                   encode(rv_detach_request{st.handle, st.ready.lease_id}));
-  st.rp.deliver(std::move(err));
-  self->quit(); // replies may still be on their way: never reused
-}
-
-void count_path(consumer_ptr self, transfer_path path, path_reason reason) {
-  if (auto* m = self->state.ctx.metrics)
-    m->paths->count(path, reason);
-}
+void apply(consumer_ptr self, transfer::commands cmds);
 
 /// After a clean finish nothing of this get is in flight (every pull, the
 /// acquire and the GET have answered), so the actor can serve another get:
@@ -102,337 +72,238 @@ void recycle(consumer_ptr self) {
              caf::actor_cast<caf::actor>(self));
 }
 
-void finish(consumer_ptr self) {
+void deliver(consumer_ptr self, const transfer::deliver& d) {
   auto& st = self->state;
   st.done = true;
-  st.renewing = false;
-  // The transfer is done: the caller holds the lease from now on, with no
-  // deadline, on either path (sent before the caller can release it).
-  caf::anon_send(st.owner, rv_lease_renew_atom::value,
-                 encode(rv_lease_renew_request{st.handle, st.ready.lease_id, true}));
   if (auto* m = st.ctx.metrics) {
     m->gets_ok->Increment();
-    m->bytes_pulled->Increment(static_cast<double>(st.ready.total_len));
+    m->bytes_pulled->Increment(static_cast<double>(d.total_len));
   }
   switch (st.into) {
-    case consumer_state::mode::buffer:
-      st.rp.deliver(std::move(st.buffer), st.ready.lease_id);
+    case transfer::into::buffer:
+      st.rp.deliver(std::move(st.buffer), d.lease_id);
       break;
-    case consumer_state::mode::pinned_result:
-      st.rp.deliver(std::move(st.block), st.ready.total_len, st.ready.lease_id);
+    case transfer::into::pinned_result:
+      st.rp.deliver(std::move(st.block), d.total_len, d.lease_id);
       break;
     default:
-      st.rp.deliver(st.ready.total_len, st.ready.lease_id);
+      st.rp.deliver(d.total_len, d.lease_id);
   }
   recycle(self);
 }
 
-/// Where chunks land in caller-provided or pooled memory (a plain get's
-/// own buffer grows with place_at instead).
-char* destination(consumer_ptr self) {
+void fail(consumer_ptr self, caf::error err) {
   auto& st = self->state;
-  switch (st.into) {
-    case consumer_state::mode::raw:
-      return st.dest.data;
-    default:
-      return st.block->data();
-  }
+  st.done = true;
+  if (st.ctx.metrics)
+    st.ctx.metrics->gets_failed->Increment();
+  st.rp.deliver(std::move(err));
+  self->quit(); // replies may still be on their way: never reused
 }
 
-void pump(consumer_ptr self);
-
-void on_chunk(consumer_ptr self, uint64_t index, const chunk_bytes& chunk) {
+/// The memory chunks are written to (a plain get's buffer grows instead).
+char* chunk_destination(consumer_ptr self) {
   auto& st = self->state;
-  if (st.done)
-    return;
-  auto offset = index * st.ready.chunk_size;
-  auto expected = std::min(st.ready.chunk_size, st.ready.total_len - offset);
-  if (chunk.size() != expected)
-    return fail(self, make_error(errc::protocol_violation,
-                                 "chunk " + std::to_string(index) + " has "
-                                   + std::to_string(chunk.size())
-                                   + " bytes, expected "
-                                   + std::to_string(expected)));
-  if (st.into == consumer_state::mode::buffer)
-    place_at(st.buffer, offset, chunk.data(), chunk.size());
+  return st.into == transfer::into::raw ? st.dest.data : st.block->data();
+}
+
+void write_chunk(consumer_ptr self, const transfer::write_chunk& w) {
+  auto& st = self->state;
+  const auto& c = *st.chunk;
+  if (st.into == transfer::into::buffer)
+    place_at(st.buffer, w.offset, c.data(), c.size());
   else
-    std::memcpy(destination(self) + offset, chunk.data(), chunk.size());
+    std::memcpy(chunk_destination(self) + w.offset, c.data(), c.size());
   if (st.ctx.metrics)
     st.ctx.metrics->chunks_pulled->Increment();
-  --st.in_flight;
-  if (++st.received == st.ready.chunk_count)
-    return finish(self);
-  pump(self);
 }
 
-void pump(consumer_ptr self) {
+/// The GET's bytes, from its destination to where the caller wants them.
+/// get and get_into copy out, so the pool space returns at once; a large
+/// copied-out destination stays warm for the next GET.
+void copy_out(consumer_ptr self, uint64_t len) {
   auto& st = self->state;
-  while (!st.done && st.in_flight < st.ctx.cfg.pull_window
-         && st.next_index < st.ready.chunk_count) {
-    auto index = st.next_index++;
-    ++st.in_flight;
-    self
-      ->request(st.owner, st.ctx.cfg.request_timeout, rv_pull_atom::value,
-                encode(rv_pull_request{st.ready.transfer_id, index}))
-      .then([=](const chunk_bytes& chunk) { on_chunk(self, index, chunk); },
-            [=](caf::error& err) { fail(self, std::move(err)); });
+  switch (st.into) {
+    case transfer::into::buffer:
+      assign_for_bulk(st.buffer, st.block->data(), len);
+      break;
+    case transfer::into::raw:
+      std::memcpy(st.dest.data, st.block->data(), len);
+      break;
+    default:
+      return; // the block is the result, or already the caller's writer
   }
+  if (auto* warm = st.ctx.engine.warm())
+    warm->keep(st.block);
+  st.block.reset();
 }
 
-/// Checks a stated payload size before anything of its size is allocated.
-caf::error check_size(consumer_ptr self, uint64_t total_len) {
+void run_get(consumer_ptr self, const rdma_descriptor& desc) {
   auto& st = self->state;
-  auto limit = st.ctx.cfg.staged_payload_max;
-  if (limit > 0 && total_len > limit)
-    return make_error(errc::payload_too_large,
-                      "payload of " + std::to_string(total_len)
-                        + " bytes exceeds staged_payload_max of "
-                        + std::to_string(limit) + " bytes");
-  uint64_t room = total_len;
-  if (st.into == consumer_state::mode::raw)
-    room = st.dest.size;
-  else if (st.into == consumer_state::mode::pinned_writer)
-    room = st.block ? st.block->size() : 0;
-  if (total_len > room)
-    return make_error(errc::payload_too_large,
-                      "payload of " + std::to_string(total_len)
-                        + " bytes does not fit a buffer of "
-                        + std::to_string(room) + " bytes");
-  return caf::none;
-}
-
-/// Checks the owner's chunked answer before anything is allocated.
-caf::error check_ready(consumer_ptr self, const rv_ready& r) {
-  if (r.total_len > 0
-      && (r.chunk_size == 0
-          || r.chunk_count != chunks_for(r.total_len, r.chunk_size)))
-    return make_error(errc::protocol_violation,
-                      "owner announced " + std::to_string(r.chunk_count)
-                        + " chunks of " + std::to_string(r.chunk_size)
-                        + " bytes for " + std::to_string(r.total_len)
-                        + " bytes");
-  if (r.total_len == 0 && r.chunk_count != 0)
-    return make_error(errc::protocol_violation,
-                      "owner announced chunks for an empty payload");
-  return check_size(self, r.total_len);
-}
-
-
-void acquire(consumer_ptr self, bool allow_offer);
-
-/// The one fallback: detach the RDMA lease, acquire with no offer, pull chunks.
-void fall_back(consumer_ptr self, path_reason reason) {
-  auto& st = self->state;
-  if (st.done)
-    return;
-  count_path(self, transfer_path::chunked, reason);
-  st.renewing = false;
-  if (st.have_lease)
-    caf::anon_send(st.owner, rv_detach_atom::value,
-                   encode(rv_detach_request{st.handle, st.ready.lease_id}));
-  st.have_lease = false;
-  st.fell_back = true;
-  acquire(self, false);
-}
-
-/// Renews the lease every half `lease` (5 ms floor) until the transfer
-/// ends; a zero `lease` means the owner set no deadline: nothing to renew.
-void start_renewals(consumer_ptr self, std::chrono::milliseconds lease) {
-  auto& st = self->state;
-  if (lease.count() <= 0)
-    return;
-  st.renew_period = std::max(std::chrono::milliseconds{5}, lease / 2);
-  st.renewing = true;
-  self->delayed_send(self, st.renew_period, tick_atom::value, st.get_seq);
-}
-
-void renew_tick(consumer_ptr self) {
-  auto& st = self->state;
-  if (st.done || !st.renewing)
-    return;
-  // A lost renewal is harmless: the next one is half a deadline away.
-  caf::anon_send(st.owner, rv_lease_renew_atom::value,
-                 encode(rv_lease_renew_request{st.handle, st.ready.lease_id}));
-  self->delayed_send(self, st.renew_period, tick_atom::value, st.get_seq);
-}
-
-/// GETs the descriptor's range into `block` on the UCX engine, renewing the
-/// lease while it runs; the engine holds the block until UCX is done with it.
-void run_get(consumer_ptr self, const rv_rdma_grant& grant,
-             const rdma_descriptor& desc, pinned_ptr block) {
-  auto& st = self->state;
-  if (st.done)
-    return;
-  start_renewals(self, std::chrono::milliseconds{grant.lease_timeout_ms});
+  auto seq = st.get_seq;
   self
     ->request(st.ctx.engine.actor(), st.ctx.cfg.transfer_timeout,
               ucx_get_atom::value, st.handle.owner(), desc.generation, desc.addr,
-              desc.len, desc.rkey, block)
+              desc.len, desc.rkey, st.block)
     .then(
       [=](uint64_t nanos) {
         auto& st = self->state;
-        st.renewing = false;
-        if (st.done)
+        if (st.get_seq != seq || st.done)
           return;
         if (auto* r = st.ctx.rdma)
           r->get_duration->Observe(static_cast<double>(nanos) * 1e-9);
         spdlog::debug("rdma get of {}: {} bytes in {} us", to_string(st.handle),
                       desc.len, nanos / 1000);
-        count_path(self, transfer_path::rdma, path_reason::ok);
-        // get and get_into copy out, so the pool space returns at once.
-        // A large copied-out destination stays warm for the next GET
-        // (rdma/warm_destination.hpp).
-        switch (st.into) {
-          case consumer_state::mode::buffer:
-            assign_for_bulk(st.buffer, block->data(), desc.len);
-            if (auto* warm = st.ctx.engine.warm())
-              warm->keep(block);
-            break;
-          case consumer_state::mode::raw:
-            std::memcpy(st.dest.data, block->data(), desc.len);
-            if (auto* warm = st.ctx.engine.warm())
-              warm->keep(block);
-            break;
-          case consumer_state::mode::pinned_result:
-            st.block = block;
-            break;
-          case consumer_state::mode::pinned_writer:
-            break; // already in the caller's block
-        }
-        finish(self);
+        copy_out(self, desc.len);
+        apply(self, st.rules->on_get_done());
       },
       [=](caf::error& err) {
-        // A GET given up while UCX may still write its destination: a
-        // caller's writer is not reused for the chunks (a pool block or a
-        // fresh buffer is, as UCX writes only the block it was lent).
-        if (self->state.into == consumer_state::mode::pinned_writer
-            && (is(err, errc::get_abandoned) || err == caf::sec::request_timeout))
-          return fail(self, make_error(errc::get_abandoned,
-                                       "the GET into the caller's registered "
-                                       "writer did not finish and UCX may still "
-                                       "write it; it is not reused: "
-                                         + describe(err)));
-        fall_back(self, path_reason::get_failed);
+        auto& st = self->state;
+        if (st.get_seq != seq || st.done)
+          return;
+        // The engine keeps a destination UCX may still write; ours is
+        // dropped (a plain get's chunks go to a fresh buffer).
+        if (st.into != transfer::into::pinned_writer)
+          st.block.reset();
+        apply(self, st.rules->on_get_failed(is(err, errc::get_abandoned)
+                                            || err == caf::sec::request_timeout));
       });
   st.ctx.engine.wake();
 }
 
-void on_rdma(consumer_ptr self, const rv_rdma_grant& grant) {
+/// A registered block: the warm one when it fits a GET, else from the pool.
+void alloc_destination(consumer_ptr self, const transfer::alloc_destination& a) {
   auto& st = self->state;
-  st.ready = rv_ready{grant.lease_id, 0, 0, 0, grant.total_len};
-  st.have_lease = true;
-  auto d = decode_descriptor(grant.descriptor.data(), grant.descriptor.size());
-  if (!d || d.descriptor->backend != 1
-      || check_packed_rkey(d.descriptor->rkey.data(), d.descriptor->rkey.size())
-           != rkey_check::ok)
-    return fall_back(self, path_reason::decode_error);
-  auto desc = *d.descriptor;
-  if (desc.len != grant.total_len)
-    return fall_back(self, path_reason::decode_error);
-  if (auto err = check_size(self, desc.len))
-    return fail(self, std::move(err));
-  if (st.into == consumer_state::mode::pinned_writer)
-    return run_get(self, grant, desc, st.block); // zero copy
-  if (st.into != consumer_state::mode::pinned_result)
+  if (a.for_get && st.into != transfer::into::pinned_result)
     if (auto* warm = st.ctx.engine.warm())
-      if (auto block = warm->take(desc.len)) // pages already faulted in
-        return run_get(self, grant, desc, std::move(block));
+      if (auto block = warm->take(a.bytes)) { // pages already faulted in
+        st.block = std::move(block);
+        return apply(self, st.rules->on_destination(true));
+      }
+  if (!st.ctx.pool)
+    return apply(self, st.rules->on_destination(false));
+  auto seq = st.get_seq;
   self
     ->request(st.ctx.pool, st.ctx.cfg.request_timeout, pool_alloc_atom::value,
-              desc.len, true)
-    .then([=](pinned_ptr& block) { run_get(self, grant, desc, std::move(block)); },
-          [=](caf::error&) { fall_back(self, path_reason::pool_exhausted); });
+              a.bytes, true)
+    .then(
+      [=](pinned_ptr& block) {
+        auto& st = self->state;
+        if (st.get_seq != seq || st.done)
+          return;
+        st.block = std::move(block);
+        apply(self, st.rules->on_destination(true));
+      },
+      [=](caf::error&) {
+        auto& st = self->state;
+        if (st.get_seq == seq && !st.done)
+          apply(self, st.rules->on_destination(false));
+      });
 }
 
-void on_acquired(consumer_ptr self, const std::string& body) {
+void send_pull(consumer_ptr self, const transfer::send_pull& p) {
   auto& st = self->state;
-  if (st.done)
-    return;
-  auto resp = decode<rv_acquire_response>(body);
-  if (!resp)
-    return fail(self, resp.error());
-  if (resp->rdma) {
-    if (!st.offered) // e.g. a second descriptor after the fallback
-      return fail(self, make_error(errc::protocol_violation,
-                                   "owner answered RDMA to an acquire "
-                                   "without an offer"));
-    return on_rdma(self, *resp->rdma);
-  }
-  if (!resp->ready)
-    return fail(self, make_error(errc::protocol_violation, "empty acquire answer"));
-  st.ready = *resp->ready;
-  st.have_lease = true;
-  if (auto err = check_ready(self, st.ready))
-    return fail(self, std::move(err));
-  if (st.into == consumer_state::mode::buffer) {
-    try {
-      // Room only: in-order chunks are appended (place_at), not zeroed first.
-      reserve_for_bulk(st.buffer, st.ready.total_len);
-    } catch (const std::exception&) { // bad_alloc, length_error
-      return fail(self, make_error(errc::payload_too_large,
-                                   "cannot allocate "
-                                     + std::to_string(st.ready.total_len)
-                                     + " bytes"));
-    }
-  } else if (st.into == consumer_state::mode::pinned_result) {
-    // Same return type on both paths: the chunks land in a pool block.
-    if (!st.ctx.pool)
-      return fail(self, make_error(errc::pool_exhausted,
-                                   "get_pinned needs registered memory (UCX)"));
-    self
-      ->request(st.ctx.pool, st.ctx.cfg.request_timeout, pool_alloc_atom::value,
-                std::max<uint64_t>(1, st.ready.total_len), true)
-      .then(
-        [=](pinned_ptr& block) {
-          self->state.block = std::move(block);
-          if (self->state.ready.chunk_count == 0)
-            return finish(self);
-          pump(self);
-        },
-        [=](caf::error& err) { fail(self, std::move(err)); });
-    return;
-  }
-  if (st.ready.chunk_count == 0)
-    return finish(self);
-  pump(self);
+  auto seq = st.get_seq;
+  self
+    ->request(st.owner, st.ctx.cfg.request_timeout, rv_pull_atom::value,
+              encode(rv_pull_request{p.transfer_id, p.index}))
+    .then(
+      [=](const chunk_bytes& chunk) {
+        auto& st = self->state;
+        if (st.get_seq != seq || st.done)
+          return;
+        st.chunk = &chunk;
+        apply(self, st.rules->on_chunk(p.index, chunk.size()));
+        self->state.chunk = nullptr;
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (st.get_seq == seq && !st.done)
+          apply(self, st.rules->on_error(std::move(err)));
+      });
 }
 
-/// The offer from the three local facts: a registry, the kill switch off,
-/// the owner registered on UCX. A fallback acquire offers nothing.
-rv_acquire_request make_acquire(consumer_ptr self, bool allow_offer) {
+void send_acquire(consumer_ptr self, const rv_acquire_request& req) {
   auto& st = self->state;
-  rv_acquire_request req;
-  req.handle = st.handle;
-  // The lease ends if this transfer goes silent; the finished transfer's
-  // lease is held with no deadline. Each pull renews a chunked lease, and
-  // a pull answers or fails the get within request_timeout, so a deadline
-  // of twice that never ends a live transfer (an RDMA lease has its own).
-  req.lease_ms = static_cast<uint64_t>(
-    std::max(st.ctx.cfg.transfer_lease, 2 * st.ctx.cfg.request_timeout).count());
-  st.offered = false;
-  if (!allow_offer)
-    return req;
-  const auto& cfg = st.ctx.cfg;
-  if (!cfg.rdma_configured || !st.ctx.engine)
-    count_path(self, transfer_path::chunked, path_reason::not_configured);
-  else if (!cfg.rdma_enabled)
-    count_path(self, transfer_path::chunked, path_reason::kill_switch);
-  else if (!st.ucx_peer)
-    count_path(self, transfer_path::chunked, path_reason::no_offer);
-  else {
-    req.rdma = rdma_offer{{"ucx"}};
-    st.offered = true;
-  }
-  return req;
-}
-
-void acquire(consumer_ptr self, bool allow_offer) {
-  auto& st = self->state;
+  auto seq = st.get_seq;
   self
     ->request(st.owner, st.ctx.cfg.request_timeout, rv_acquire_atom::value,
-              encode(make_acquire(self, allow_offer)))
-    .then([=](std::string& body) { on_acquired(self, body); },
-          [=](caf::error& err) { fail(self, std::move(err)); });
+              encode(req))
+    .then(
+      [=](std::string& body) {
+        auto& st = self->state;
+        if (st.get_seq != seq || st.done)
+          return;
+        auto answer = decode<rv_acquire_response>(body);
+        if (!answer)
+          return apply(self, st.rules->on_error(std::move(answer.error())));
+        apply(self, st.rules->on_acquired(*answer));
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (st.get_seq == seq && !st.done)
+          apply(self, st.rules->on_error(std::move(err)));
+      });
+}
+
+/// One-way control messages to the owner (a lost one is harmless: a
+/// renewal is repeated, a detach or hold left undone ends with the lease's
+/// deadline or its node).
+template <class Atom, class Body>
+void tell_owner(consumer_ptr self, Atom atom, const Body& body) {
+  caf::anon_send(self->state.owner, atom, encode(body));
+}
+
+void apply(consumer_ptr self, transfer::commands cmds) {
+  for (auto& cmd : cmds) {
+    auto& st = self->state;
+    if (st.done)
+      return;
+    std::visit(
+      [&](auto& c) {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, transfer::send_acquire>) {
+          send_acquire(self, c.request);
+        } else if constexpr (std::is_same_v<T, transfer::send_pull>) {
+          send_pull(self, c);
+        } else if constexpr (std::is_same_v<T, transfer::alloc_destination>) {
+          alloc_destination(self, c);
+        } else if constexpr (std::is_same_v<T, transfer::start_get>) {
+          run_get(self, c.descriptor);
+        } else if constexpr (std::is_same_v<T, transfer::schedule_renewal>) {
+          self->delayed_send(self, c.period, tick_atom::value, st.get_seq);
+        } else if constexpr (std::is_same_v<T, transfer::send_renew>) {
+          tell_owner(self, rv_lease_renew_atom::value,
+                     rv_lease_renew_request{st.handle, c.lease_id});
+        } else if constexpr (std::is_same_v<T, transfer::send_detach>) {
+          tell_owner(self, rv_detach_atom::value,
+                     rv_detach_request{st.handle, c.lease_id});
+        } else if constexpr (std::is_same_v<T, transfer::send_hold>) {
+          tell_owner(self, rv_lease_renew_atom::value,
+                     rv_lease_renew_request{st.handle, c.lease_id, true});
+        } else if constexpr (std::is_same_v<T, transfer::reserve>) {
+          try {
+            // Room only: in-order chunks are appended (place_at), not zeroed.
+            reserve_for_bulk(st.buffer, c.bytes);
+          } catch (const std::exception&) { // bad_alloc, length_error
+            apply(self, st.rules->on_error(make_error(
+                          errc::payload_too_large,
+                          "cannot allocate " + std::to_string(c.bytes) + " bytes")));
+          }
+        } else if constexpr (std::is_same_v<T, transfer::write_chunk>) {
+          write_chunk(self, c);
+        } else if constexpr (std::is_same_v<T, transfer::count>) {
+          if (auto* m = st.ctx.metrics)
+            m->paths->count(c.path, c.reason);
+        } else if constexpr (std::is_same_v<T, transfer::deliver>) {
+          deliver(self, c);
+        } else {
+          static_assert(std::is_same_v<T, transfer::fail>);
+          fail(self, std::move(c.error));
+        }
+      },
+      cmd);
+  }
 }
 
 void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {
@@ -440,9 +311,24 @@ void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {
   if (st.done)
     return;
   st.owner = caf::actor_cast<owner_actor>(owner);
-  st.ucx_peer = ucx_peer;
   self->monitor(owner);
-  acquire(self, true);
+  transfer::params p;
+  p.handle = st.handle;
+  p.dest = st.into;
+  p.room = st.into == transfer::into::raw            ? st.dest.size
+           : st.into == transfer::into::pinned_writer ? (st.block ? st.block->size() : 0)
+                                                      : 0;
+  const auto& cfg = st.ctx.cfg;
+  p.rdma_registry = cfg.rdma_configured && st.ctx.engine && st.ctx.pool;
+  p.rdma_enabled = cfg.rdma_enabled;
+  p.ucx_peer = ucx_peer;
+  p.staged_payload_max = cfg.staged_payload_max;
+  p.pull_window = cfg.pull_window;
+  // A chunked lease is renewed by each pull, and a pull answers or fails
+  // the get within request_timeout, so twice that never ends a live one.
+  p.lease = std::max(cfg.transfer_lease, 2 * cfg.request_timeout);
+  st.rules.emplace(p);
+  apply(self, st.rules->start());
 }
 
 void start(consumer_ptr self, const data_handle& h) {
@@ -457,19 +343,20 @@ void start(consumer_ptr self, const data_handle& h) {
   }
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
+    if (st.done || !st.rules)
+      return;
     if (dm.source == st.owner.address())
-      fail(self, make_error(errc::peer_down,
-                            "owner of " + to_string(st.handle)
-                              + " went down: " + to_string(dm.reason)));
+      apply(self, st.rules->on_owner_down(to_string(dm.reason)));
     else if (st.caller && dm.source == st.caller)
-      fail(self, make_error(errc::timeout, "the caller of the get of "
-                                             + to_string(st.handle)
-                                             + " went away"));
+      apply(self, st.rules->on_caller_gone());
   });
   find_owner(
     self, st.ctx, h.owner(),
     [=](caf::actor owner, bool ucx_peer) { on_owner(self, std::move(owner), ucx_peer); },
-    [=](caf::error& err) { fail(self, std::move(err)); });
+    [=](caf::error& err) {
+      if (!self->state.done)
+        fail(self, std::move(err));
+    });
 }
 
 caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
@@ -478,8 +365,9 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
     m->consumers_started->Increment();
   return {
     [=](tick_atom, uint64_t seq) {
-      if (seq == self->state.get_seq)
-        renew_tick(self);
+      auto& st = self->state;
+      if (seq == st.get_seq && !st.done && st.rules)
+        apply(self, st.rules->on_renew_tick());
     },
     [=](get_atom, const data_handle& h) {
       self->state.rp = self->make_response_promise();
@@ -488,21 +376,21 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
     },
     [=](get_into_atom, const data_handle& h, mutable_bytes dest) {
       self->state.rp = self->make_response_promise();
-      self->state.into = consumer_state::mode::raw;
+      self->state.into = transfer::into::raw;
       self->state.dest = dest;
       start(self, h);
       return self->state.rp;
     },
     [=](get_into_atom, const data_handle& h, pinned_ptr& writer) {
       self->state.rp = self->make_response_promise();
-      self->state.into = consumer_state::mode::pinned_writer;
+      self->state.into = transfer::into::pinned_writer;
       self->state.block = std::move(writer);
       start(self, h);
       return self->state.rp;
     },
     [=](get_pinned_atom, const data_handle& h) {
       self->state.rp = self->make_response_promise();
-      self->state.into = consumer_state::mode::pinned_result;
+      self->state.into = transfer::into::pinned_result;
       start(self, h);
       return self->state.rp;
     },

@@ -1,26 +1,24 @@
-// consumer: drives one get from the handle's owner: finds the owner, takes a
-// lease with _rv_acquire, and either GETs the payload with UCX (when the
-// owner answers with a descriptor) or pulls chunks with a bounded window in
-// flight, then answers its requester. One actor per transfer at a time:
-// after a clean finish it goes back to the consumer service for the next
+// consumer: the actor that runs one get at a time. Its rules (the offer,
+// the size checks, chunk windows, the one fallback, renewals, detach and
+// hold) live in the plain state machine `transfer` (actors/transfer.hpp);
+// this actor is the shell around it: it finds the owner, monitors it and
+// the caller, turns answers into the machine's events and the machine's
+// commands into requests (to the owner, the arena pool and the UCX engine),
+// and moves the bytes (chunks into their place, a GET's block copied out).
+// After a clean finish it goes back to the consumer service for the next
 // get (a failed one quits, since replies of its get may still arrive).
 //
-// RDMA: the offer comes from local facts only (a registry, the kill switch
-// off, the owner registered on UCX). A descriptor that does not decode, no
-// registered destination, or a failed GET falls back exactly once: detach,
-// acquire with no offer, pull chunks. A second descriptor is an error. While
-// the GET runs, _rv_lease_renew goes out every half lease timeout (5 ms floor).
+// Every request carries consumer_config::request_timeout (a GET the
+// transfer_timeout); a dead owner fails the get at once (a request in
+// flight to a dead node would otherwise only end at its timeout).
 //
-// It monitors the owner: a dead owner fails the get at once (a request in
-// flight to a dead node would otherwise only end at its timeout), and every
-// request carries consumer_config::request_timeout. On any failure after the
-// lease was granted it detaches the lease, best effort.
-//
-// Messages it answers (once, then it quits):
+// Messages it answers (once per get):
 //   (get_atom, data_handle)                    -> (byte_buffer, lease_id)
 //   (get_into_atom, data_handle, mutable_bytes) -> (bytes_written, lease_id)
-// Must never: write past a caller buffer, or trust the owner's sizes without
-// checking them against the buffer and staged_payload_max.
+//   (get_into_atom, data_handle, pinned_ptr)    -> (bytes_written, lease_id)
+//   (get_pinned_atom, data_handle)        -> (pinned_ptr, size, lease_id)
+// Must never: write past a caller buffer, or allocate what the machine has
+// not checked.
 #pragma once
 
 #include <cstdint>
