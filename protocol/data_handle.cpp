@@ -47,6 +47,20 @@ std::optional<data_handle> parse_data_handle(std::string_view text) {
   return data_handle{*hi, *lo};
 }
 
+std::optional<data_handle> unpack_data_handle(const char* data, size_t size) {
+  try {
+    // At most a 2-entry map of short keys and integers, one level deep.
+    msgpack::unpack_limit limit{2, 2, 8, 0, 0, 2};
+    size_t offset = 0;
+    auto unpacked = msgpack::unpack(data, size, offset, nullptr, nullptr, limit);
+    if (offset != size)
+      return std::nullopt; // trailing bytes
+    return unpacked.get().as<data_handle>();
+  } catch (const std::exception&) { // msgpack's unpack, size and type errors
+    return std::nullopt;
+  }
+}
+
 void to_json(nlohmann::json& j, const data_handle& h) {
   j = nlohmann::json{{"hi", h.hi}, {"lo", h.lo}};
 }

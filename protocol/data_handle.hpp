@@ -38,6 +38,12 @@ struct data_handle {
 /// Text form: 16 lowercase hex digits of hi, '-', 16 of lo.
 std::string to_string(const data_handle& h);
 
+/// The MessagePack form from a peer's bytes: exactly one map {hi, lo} (or
+/// the array form msgpack-c also reads), nothing after it. Unpacks with
+/// tight limits, so a stated container or string size costs no
+/// allocation of that size; nullopt for anything else.
+std::optional<data_handle> unpack_data_handle(const char* data, size_t size);
+
 /// Parses the text form; nullopt on anything else (case-insensitive hex).
 std::optional<data_handle> parse_data_handle(std::string_view text);
 

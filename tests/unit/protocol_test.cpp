@@ -8,6 +8,7 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
+#include <msgpack.hpp>
 #include <nlohmann/json.hpp>
 
 #include "protocol/byte_buffer.hpp"
@@ -345,4 +346,33 @@ TEST_F(ProtocolChunk, AHelloOutOfBoundsIsRefusedNamingTheField) {
   cap.capabilities = {std::string(256, 'c')};
   refused(cap, "capability name");
   caf::anon_send_exit(h.gateway, caf::exit_reason::user_shutdown);
+}
+
+TEST(ProtocolHandle, MessagePackFromAPeerIsUnpackedWithinTightLimits) {
+  msgpack::sbuffer buf;
+  msgpack::pack(buf, sample);
+  auto back = unpack_data_handle(buf.data(), buf.size());
+  ASSERT_TRUE(back);
+  EXPECT_EQ(*back, sample);
+  std::string trailing(buf.data(), buf.size());
+  trailing.push_back('\0');
+  EXPECT_FALSE(unpack_data_handle(trailing.data(), trailing.size()));
+  EXPECT_FALSE(unpack_data_handle(buf.data(), buf.size() - 1));
+  // Found by fuzz_handle: a map of 5 whose first key states a 2^32-entry
+  // array; msgpack-c would allocate for it before reading a byte of it.
+  const unsigned char huge[] = {0x85, 0xdd, 0x97, 0x8c, 0x22, 0x3a, 0x2d, 0x37, 0x39, 0x7d};
+  EXPECT_FALSE(unpack_data_handle(reinterpret_cast<const char*>(huge), sizeof(huge)));
+  const unsigned char wrong_type[] = {0x82, 0xa2, 'h', 'i', 0xa1, 'x', 0xa2, 'l', 'o', 0x01};
+  EXPECT_FALSE(
+    unpack_data_handle(reinterpret_cast<const char*>(wrong_type), sizeof(wrong_type)));
+}
+
+TEST_F(ProtocolChunk, ALengthPrefixWrittenLongerThanNeededStillLoads) {
+  // Found by fuzz_chunk: 0x80 0x00 is a two-byte encoding of length 0.
+  const char wire[] = {static_cast<char>(0x80), 0x00};
+  chunk_bytes c;
+  caf::binary_deserializer source{sys, wire, sizeof(wire)};
+  ASSERT_FALSE(source(c));
+  EXPECT_EQ(c.size(), 0u);
+  EXPECT_EQ(source.remaining(), 0u);
 }
