@@ -1,0 +1,362 @@
+// Hostile peers: plain CAF actor systems in this process that speak ferry's
+// control plane with bad numbers. One plays a consumer against a `ferry
+// node` process; one plays an owner that a ferry node pulls from. Each bad
+// input gets an error reply naming it, nothing crashes, and the node's
+// books return to their baseline.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstring>
+#include <thread>
+#include <limits>
+
+#include <caf/all.hpp>
+#include <caf/io/all.hpp>
+#include <nlohmann/json.hpp>
+
+#include "actors/gateway_interface.hpp"
+#include "actors/owner_interface.hpp"
+#include "protocol/chunk_bytes.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/peer_hello.hpp"
+#include "protocol/rv_messages.hpp"
+#include "protocol/type_registry.hpp"
+#include "runtime/blocking_client.hpp"
+#include "runtime/node.hpp"
+#include "tests/cluster/test_support.hpp"
+
+using namespace ferry;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr uint64_t top = std::numeric_limits<uint64_t>::max();
+
+struct plain_config : caf::actor_system_config {
+  plain_config() {
+    register_protocol_types(*this);
+    load<caf::io::middleman>();
+    set("logger.console", caf::atom("none"));
+  }
+};
+
+/// A plain CAF system that said hello to a `ferry node` (it is no node).
+struct HostileConsumer : ::testing::Test {
+  HostileConsumer() : sys(cfg), self(sys) {
+    auto gw = sys.middleman().remote_actor<gateway_actor>("127.0.0.1", remote.port());
+    if (!gw)
+      throw std::runtime_error(sys.render(gw.error()));
+    gateway = *gw;
+    dummy = sys.spawn([] { return caf::behavior{[](int) {}}; });
+    peer_hello mine;
+    mine.worker_id = 0xbadbadbad;
+    mine.gateway = dummy;
+    mine.owner = dummy;
+    self->request(gateway, 10s, hello_atom::value, mine)
+      .receive([&](peer_hello& theirs) { owner = caf::actor_cast<owner_actor>(theirs.owner); },
+               [&](caf::error& err) { throw std::runtime_error(sys.render(err)); });
+  }
+
+  ~HostileConsumer() override {
+    caf::anon_send_exit(dummy, caf::exit_reason::user_shutdown);
+  }
+
+  template <class Reply, class Atom>
+  caf::expected<Reply> call(Atom atom, const std::string& body) {
+    caf::expected<Reply> out = make_error(errc::timeout);
+    self->request(owner, 10s, atom, body)
+      .receive([&](Reply& r) { out = std::move(r); },
+               [&](caf::error& err) { out = std::move(err); });
+    return out;
+  }
+
+  data_handle stage(size_t n) {
+    data_handle h;
+    self->request(owner, 10s, register_atom::value, test::payload(n), uint64_t{0})
+      .receive([&](data_handle& x) { h = x; },
+               [&](caf::error& err) { ADD_FAILURE() << sys.render(err); });
+    return h;
+  }
+
+  nlohmann::json owner_stat() {
+    nlohmann::json j;
+    self->request(gateway, 10s, stat_atom::value)
+      .receive([&](std::string& s) { j = nlohmann::json::parse(s)["owner"]; },
+               [&](caf::error& err) { ADD_FAILURE() << sys.render(err); });
+    return j;
+  }
+
+  test::node_process remote;
+  plain_config cfg;
+  caf::actor_system sys;
+  caf::scoped_actor self;
+  gateway_actor gateway;
+  owner_actor owner;
+  caf::actor dummy;
+};
+
+#define EXPECT_ERRC(expr, code)                                                \
+  do {                                                                         \
+    auto r_ = (expr);                                                          \
+    ASSERT_FALSE(r_) << #expr << " was accepted";                              \
+    EXPECT_TRUE(is(r_.error(), code)) << #expr << ": " << describe(r_.error()); \
+  } while (false)
+
+} // namespace
+
+TEST_F(HostileConsumer, EveryBadNumberGetsAnErrorAndTheBooksBalance) {
+  auto a = stage(3 * 512 * 1024 + 1);
+  auto b = stage(10);
+  auto baseline = owner_stat();
+  EXPECT_EQ(baseline["slots"], 2);
+  EXPECT_EQ(baseline["leases"], 0);
+
+  // A lease deadline of 2^64-1 ms is clamped, not turned negative or wrapped.
+  rv_acquire_request acq;
+  acq.handle = a;
+  acq.lease_ms = top;
+  auto body = call<std::string>(rv_acquire_atom::value, encode(acq));
+  ASSERT_TRUE(body) << describe(body.error());
+  auto ready = decode<rv_acquire_response>(*body)->ready;
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->chunk_count, 4u);
+  acq.handle = b;
+  acq.lease_ms = 0;
+  auto other = decode<rv_acquire_response>(*call<std::string>(rv_acquire_atom::value,
+                                                             encode(acq)))->ready;
+  ASSERT_TRUE(other);
+
+  // Pulls out of range, of unknown transfers.
+  for (uint64_t index : {uint64_t{4}, uint64_t{1} << 40, top})
+    EXPECT_ERRC(call<chunk_bytes>(rv_pull_atom::value,
+                                  encode(rv_pull_request{ready->transfer_id, index})),
+                errc::chunk_out_of_range);
+  for (uint64_t t : {uint64_t{0}, ready->transfer_id + 1000, top})
+    EXPECT_ERRC(call<chunk_bytes>(rv_pull_atom::value, encode(rv_pull_request{t, 0})),
+                errc::unknown_transfer);
+
+  // Stale and foreign lease ids, handles of other owners.
+  const data_handle foreign{a.hi + 1, a.lo};
+  EXPECT_ERRC(call<std::string>(rv_detach_atom::value,
+                                encode(rv_detach_request{a, ready->lease_id + 1000})),
+              errc::unknown_lease);
+  EXPECT_ERRC(call<std::string>(rv_release_atom::value,
+                                encode(rv_release_request{a, other->lease_id})),
+              errc::unknown_lease); // b's lease on a
+  EXPECT_ERRC(call<std::string>(rv_lease_renew_atom::value,
+                                encode(rv_lease_renew_request{a, top, true})),
+              errc::unknown_lease);
+  EXPECT_ERRC(call<std::string>(rv_release_atom::value,
+                                encode(rv_release_request{foreign, ready->lease_id})),
+              errc::unknown_handle);
+  EXPECT_ERRC(call<std::string>(rv_ref_atom::value, encode(rv_ref_request{foreign})),
+              errc::unknown_handle);
+  acq.handle = foreign;
+  EXPECT_ERRC(call<std::string>(rv_acquire_atom::value, encode(acq)), errc::unknown_handle);
+  acq.handle = data_handle{a.hi, top};
+  EXPECT_ERRC(call<std::string>(rv_acquire_atom::value, encode(acq)), errc::unknown_handle);
+
+  // Garbage bodies, for every call.
+  const std::vector<std::string> garbage_bodies{
+    "", "\xff\xfe", "{", "[1]", "{\"handle\":7}", std::string(100000, '[')};
+  for (const auto& bad : garbage_bodies) {
+    EXPECT_ERRC(call<std::string>(rv_acquire_atom::value, bad), errc::malformed_body);
+    EXPECT_ERRC(call<std::string>(rv_metadata_atom::value, bad), errc::malformed_body);
+    EXPECT_ERRC(call<chunk_bytes>(rv_pull_atom::value, bad), errc::malformed_body);
+    EXPECT_ERRC(call<std::string>(rv_release_atom::value, bad), errc::malformed_body);
+    EXPECT_ERRC(call<std::string>(rv_lease_renew_atom::value, bad), errc::malformed_body);
+  }
+  EXPECT_ERRC(call<std::string>(rv_release_atom::value,
+                                "{\"handle\":{\"hi\":1,\"lo\":2},\"lease_id\":-1}"),
+              errc::malformed_body);
+
+  // The node stayed up; its own leases are still there and still work.
+  auto chunk = call<chunk_bytes>(rv_pull_atom::value,
+                                 encode(rv_pull_request{ready->transfer_id, 3}));
+  ASSERT_TRUE(chunk) << describe(chunk.error());
+  EXPECT_EQ(chunk->size(), 1u);
+  EXPECT_EQ(owner_stat()["leases"], 2);
+  ASSERT_TRUE(call<std::string>(rv_release_atom::value,
+                                encode(rv_release_request{a, ready->lease_id})));
+  ASSERT_TRUE(call<std::string>(rv_release_atom::value,
+                                encode(rv_release_request{b, other->lease_id})));
+  auto end = owner_stat();
+  EXPECT_EQ(end["slots"], 0);
+  EXPECT_EQ(end["leases"], 0);
+  EXPECT_EQ(end["transfers"], 0);
+  EXPECT_EQ(end["staged_bytes"], 0);
+}
+
+namespace {
+
+/// What the hostile owner answers, chosen by the handle's slot id.
+enum scenario : uint64_t {
+  huge_total = 1,    // Ready for 2^64-1 bytes (a consistent chunk count)
+  lying_count = 2,   // a chunk count that does not fit the length
+  oversized = 3,     // a chunk larger than announced
+  truncated = 4,     // a chunk shorter than announced
+  garbage = 5,       // an acquire answer that is no JSON
+  huge_rdma = 6,     // an RDMA answer to an acquire without an offer
+};
+
+constexpr uint64_t hostile_worker = 0x0bad0bad0bad;
+
+struct owner_log {
+  std::atomic<int> detaches{0};
+  std::atomic<int> acquires{0};
+};
+
+caf::behavior hostile_owner(caf::event_based_actor*, std::shared_ptr<owner_log> log,
+                            bool truncate) {
+  return {
+    [=](rv_acquire_atom, const std::string& body) -> caf::result<std::string> {
+      ++log->acquires;
+      auto req = decode<rv_acquire_request>(body);
+      if (!req)
+        return req.error();
+      rv_acquire_response r;
+      switch (req->handle.lo) {
+        case huge_total:
+          r.ready = rv_ready{1, 1, 524288, chunks_for(top, 524288), top};
+          break;
+        case lying_count:
+          r.ready = rv_ready{1, 1, 524288, 1, 3 * 524288};
+          break;
+        case oversized:
+        case truncated:
+          r.ready = rv_ready{1, 1, 524288, 2, 2 * 524288};
+          break;
+        case garbage:
+          return std::string{"\x01not json"};
+        default:
+          r.rdma = rv_rdma_grant{1, {1, 2, 3}, 30000, top};
+      }
+      return encode(r);
+    },
+    [=](rv_pull_atom, const std::string&) {
+      // 1.5 chunks, or 100 bytes: never the 512 KiB announced.
+      char* fill = nullptr;
+      auto c = chunk_bytes::allocate(truncate ? 100 : 524288 + 262144, &fill);
+      std::memset(fill, 0x5a, c.size());
+      return c;
+    },
+    [=](rv_detach_atom, const std::string&) {
+      ++log->detaches;
+      return std::string{"{}"};
+    },
+    [=](rv_lease_renew_atom, const std::string&) { return std::string{"{}"}; },
+    [=](rv_release_atom, const std::string&) { return std::string{"{}"}; },
+  };
+}
+
+/// A plain CAF system whose published gateway answers a hello with the
+/// hostile owner; a ferry node in this process connects to it and pulls.
+struct HostileOwner : ::testing::Test {
+  explicit HostileOwner(bool truncate = false) : sys(cfg), local(local_config()) {
+    owner = sys.spawn(hostile_owner, log, truncate);
+    auto o = owner;
+    // Typed as a ferry gateway, which is what a node's connect checks for.
+    gateway = sys.spawn([o](gateway_actor::pointer self) -> gateway_actor::behavior_type {
+      auto refuse = [] { return make_error(errc::invalid_argument, "hostile"); };
+      return {
+        [=](hello_atom, peer_hello&) -> caf::result<peer_hello> {
+          peer_hello h;
+          h.worker_id = hostile_worker;
+          h.capabilities = {"chunked"};
+          h.host = "127.0.0.1";
+          h.gateway = caf::actor_cast<caf::actor>(self);
+          h.owner = o;
+          return h;
+        },
+        [=](add_peer_atom, peer_hello&) -> caf::result<caf::ok_atom> { return refuse(); },
+        [=](lookup_atom, uint64_t) -> caf::result<caf::actor, bool> { return refuse(); },
+        [=](spawn_atom, const std::string&, const caf::message&) -> caf::result<caf::actor> {
+          return refuse();
+        },
+        [=](adopt_atom, const data_handle&, const std::string&) -> caf::result<data_handle> {
+          return refuse();
+        },
+        [=](stat_atom) -> caf::result<std::string> { return refuse(); },
+      };
+    });
+    auto port = sys.middleman().publish(gateway, 0, "127.0.0.1");
+    if (!port)
+      throw std::runtime_error(sys.render(port.error()));
+    if (auto err = local.start())
+      throw std::runtime_error(describe(err));
+    auto hello = local.connect("127.0.0.1:" + std::to_string(*port));
+    if (!hello)
+      throw std::runtime_error(describe(hello.error()));
+  }
+
+  ~HostileOwner() override {
+    local.stop();
+    caf::anon_send_exit(owner, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(gateway, caf::exit_reason::user_shutdown);
+  }
+
+  static node_config local_config() {
+    node_config c;
+    c.listen = false;
+    c.request_timeout_ms = 5000;
+    return c;
+  }
+
+  plain_config cfg;
+  caf::actor_system sys;
+  std::shared_ptr<owner_log> log = std::make_shared<owner_log>();
+  caf::actor owner;
+  gateway_actor gateway;
+  node local;
+};
+
+struct HostileTruncatingOwner : HostileOwner {
+  HostileTruncatingOwner() : HostileOwner(true) {}
+};
+
+} // namespace
+
+TEST_F(HostileOwner, LiesAboutSizesAndChunksFailTheGetCleanly) {
+  blocking_client client{local};
+  struct row {
+    scenario s;
+    errc expected;
+    bool detached; // the consumer gave the granted lease back
+  };
+  const row rows[] = {
+    {huge_total, errc::payload_too_large, true},
+    {lying_count, errc::protocol_violation, true},
+    {oversized, errc::protocol_violation, true},
+    {garbage, errc::malformed_body, false},
+    {huge_rdma, errc::protocol_violation, true},
+  };
+  for (auto& r : rows) {
+    SCOPED_TRACE(static_cast<int>(r.s));
+    auto before = log->detaches.load();
+    auto got = client.get(data_handle{hostile_worker, r.s});
+    ASSERT_FALSE(got);
+    EXPECT_TRUE(is(got.error(), r.expected)) << describe(got.error());
+    if (r.detached) { // one-way: wait for it (bounded)
+      for (int i = 0; i < 500 && log->detaches.load() == before; ++i)
+        std::this_thread::sleep_for(2ms);
+      EXPECT_EQ(log->detaches.load(), before + 1);
+    }
+  }
+  // The node is unharmed: it still stages and serves its own payloads.
+  auto bytes = test::payload(3 * 512 * 1024);
+  auto h = client.register_data(bytes);
+  ASSERT_TRUE(h);
+  auto again = client.get(*h);
+  ASSERT_TRUE(again) << describe(again.error());
+  EXPECT_EQ(again->bytes, bytes);
+  ASSERT_TRUE(client.release(*h, again->lease_id));
+}
+
+TEST_F(HostileTruncatingOwner, AShortChunkFailsTheGet) {
+  blocking_client client{local};
+  auto got = client.get(data_handle{hostile_worker, truncated});
+  ASSERT_FALSE(got);
+  EXPECT_TRUE(is(got.error(), errc::protocol_violation)) << describe(got.error());
+  EXPECT_NE(describe(got.error()).find("has 100 bytes"), std::string::npos)
+    << describe(got.error());
+}
