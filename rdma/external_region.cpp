@@ -38,9 +38,12 @@ void external_region::attach_mapping(std::unique_ptr<mapped_region> mapping,
   mapping_ = std::move(mapping);
   id_ = id;
   generation_ = generation;
+  // Published last: a thread that sees mapped() sees the key and ids too.
+  mapped_.store(true, std::memory_order_release);
 }
 
 void external_region::drop_mapping() {
+  mapped_.store(false, std::memory_order_release);
   mapping_.reset();
 }
 

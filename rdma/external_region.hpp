@@ -72,7 +72,10 @@ public:
                       uint64_t generation);
   /// Unmaps (the mapping's destructor); the key stays for diagnostics.
   void drop_mapping();
-  bool mapped() const { return mapping_ != nullptr; }
+  /// Safe from any thread: the pool's thread maps and unmaps, owners read.
+  /// The key, id and generation are written once, before mapped() turns
+  /// true, and never change after.
+  bool mapped() const { return mapped_.load(std::memory_order_acquire); }
   uint64_t id() const { return id_; }
   uint64_t generation() const { return generation_; }
   /// The packed remote key (empty before the mapping).
@@ -112,7 +115,8 @@ private:
   char* data_;
   uint64_t size_;
   std::vector<char> owned_;
-  std::unique_ptr<mapped_region> mapping_;
+  std::unique_ptr<mapped_region> mapping_; // the pool actor's thread only
+  std::atomic<bool> mapped_{false};
   std::shared_ptr<const std::vector<uint8_t>> rkey_;
   uint64_t id_ = 0;
   uint64_t generation_ = 0;
