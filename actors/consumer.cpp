@@ -11,6 +11,7 @@
 #include <prometheus/histogram.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/bulk_copier.hpp"
 #include "actors/consumer_metrics.hpp"
 #include "actors/owner_lookup.hpp"
 #include "actors/path_metrics.hpp"
@@ -118,24 +119,53 @@ void write_chunk(consumer_ptr self, const transfer::write_chunk& w) {
     st.ctx.metrics->chunks_pulled->Increment();
 }
 
-/// The GET's bytes, from its destination to where the caller wants them.
-/// get and get_into copy out, so the pool space returns at once; a large
-/// copied-out destination stays warm for the next GET.
-void copy_out(consumer_ptr self, uint64_t len) {
+/// The copied-out destination returns to the pool, or stays warm (a large
+/// one) for the next GET.
+void release_destination(consumer_ptr self, const pinned_ptr& block) {
   auto& st = self->state;
-  switch (st.into) {
-    case transfer::into::buffer:
-      assign_for_bulk(st.buffer, st.block->data(), len);
-      break;
-    case transfer::into::raw:
-      std::memcpy(st.dest.data, st.block->data(), len);
-      break;
-    default:
-      return; // the block is the result, or already the caller's writer
-  }
   if (auto* warm = st.ctx.engine.warm())
-    warm->keep(st.block);
+    warm->keep(block);
   st.block.reset();
+}
+
+/// The GET's bytes, from its destination to where the caller wants them
+/// (get and get_into copy out, so the pool space returns at once), then
+/// the get is done. A large copy runs on the bulk copier, not on this
+/// actor's thread.
+void finish_get(consumer_ptr self, uint64_t len) {
+  auto& st = self->state;
+  auto done = [self] { apply(self, self->state.rules->on_get_done()); };
+  if (st.into != transfer::into::buffer && st.into != transfer::into::raw)
+    return done(); // the block is the result, or already the caller's writer
+  auto block = st.block;
+  if (!st.ctx.copier || len < bulk_copy_min) {
+    if (st.into == transfer::into::buffer)
+      assign_for_bulk(st.buffer, block->data(), len);
+    else
+      std::memcpy(st.dest.data, block->data(), len);
+    release_destination(self, block);
+    return done();
+  }
+  auto seq = st.get_seq;
+  char* into = st.into == transfer::into::raw ? st.dest.data : nullptr;
+  self
+    ->request(st.ctx.copier, st.ctx.cfg.transfer_timeout, copy_atom::value,
+              copy_job{into, block->data(), len, block})
+    .then(
+      [=](byte_buffer& out) {
+        auto& st = self->state;
+        if (st.get_seq != seq || st.done)
+          return;
+        if (st.into == transfer::into::buffer)
+          st.buffer = std::move(out);
+        release_destination(self, block);
+        done();
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        if (st.get_seq == seq && !st.done)
+          apply(self, st.rules->on_error(std::move(err)));
+      });
 }
 
 void run_get(consumer_ptr self, const rdma_descriptor& desc) {
@@ -154,8 +184,7 @@ void run_get(consumer_ptr self, const rdma_descriptor& desc) {
           r->get_duration->Observe(static_cast<double>(nanos) * 1e-9);
         spdlog::debug("rdma get of {}: {} bytes in {} us", to_string(st.handle),
                       desc.len, nanos / 1000);
-        copy_out(self, desc.len);
-        apply(self, st.rules->on_get_done());
+        finish_get(self, desc.len);
       },
       [=](caf::error& err) {
         auto& st = self->state;

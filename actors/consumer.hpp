@@ -52,6 +52,9 @@ struct consumer_context {
   arena_pool_actor pool;
   ucx_engine_ref engine;
   rdma_metrics* rdma = nullptr;
+  // Copies a finished GET out of its destination off this actor's thread
+  // (actors/bulk_copier.hpp); empty: copies run inline.
+  caf::actor copier;
   // Where a consumer that finished cleanly reports itself idle, to serve
   // the next get (the consumer service); unset: it quits after one get.
   caf::actor recycle_to;

@@ -14,6 +14,7 @@
 #include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/bulk_copier.hpp"
 #include "actors/lease_holders.hpp"
 #include "actors/lease_reaper.hpp"
 #include "actors/owner_metrics.hpp"
@@ -398,16 +399,34 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
                   static_cast<uint64_t>(shared->size()), true)
         .then(
           [=](pinned_ptr& block) mutable {
-            std::memcpy(block->data(), shared->data(), shared->size());
-            std::optional<slot_store::duration> ttl;
-            if (ttl_ms > 0)
-              ttl = std::chrono::milliseconds{ttl_ms};
-            auto h = self->state.store.register_pinned(std::move(block),
-                                                       shared->size(), now(self),
-                                                       ttl);
-            arm_reaper_if_needed(self);
-            update_gauges(self);
-            rp.deliver(h);
+            auto stage = [=]() mutable {
+              std::optional<slot_store::duration> ttl;
+              if (ttl_ms > 0)
+                ttl = std::chrono::milliseconds{ttl_ms};
+              auto h = self->state.store.register_pinned(block, shared->size(),
+                                                         now(self), ttl);
+              arm_reaper_if_needed(self);
+              update_gauges(self);
+              rp.deliver(h);
+            };
+            const auto& copier = self->state.rdma.copier;
+            if (!copier || shared->size() < bulk_copy_min) {
+              std::memcpy(block->data(), shared->data(), shared->size());
+              return stage();
+            }
+            // A whole payload is copied off this thread; the job keeps the
+            // bytes and the block alive even if its answer comes too late.
+            auto keep = std::make_shared<std::pair<std::shared_ptr<byte_buffer>, pinned_ptr>>(
+              shared, block);
+            self
+              ->request(copier, self->state.cfg.transfer_timeout, copy_atom::value,
+                        copy_job{block->data(), shared->data(), shared->size(), keep})
+              .then([=](byte_buffer&) mutable { stage(); },
+                    [=](caf::error& err) mutable {
+                      rp.deliver(make_error(errc::timeout,
+                                            "the copy into registered memory did "
+                                            "not finish: " + describe(err)));
+                    });
           },
           [=](caf::error& err) mutable {
             count_path(self, is(err, errc::budget_exhausted)
@@ -421,11 +440,47 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
         uint64_t len, uint64_t ttl_ms) -> caf::result<data_handle> {
       return stage_in_region(self, std::move(region), offset, len, ttl_ms);
     },
-    [=](drain_atom) -> uint64_t {
+    [=](drain_atom) -> caf::result<uint64_t> {
       self->state.draining = true;
-      auto demoted = self->state.store.demote_pinned();
-      update_gauges(self);
-      return demoted;
+      const auto& copier = self->state.rdma.copier;
+      auto plan = self->state.store.plan_demotion();
+      // Small slots are copied here; large ones on the bulk copier, and
+      // the answer waits for the last of them.
+      struct progress {
+        size_t waiting = 0;
+        uint64_t demoted = 0;
+      };
+      auto left = std::make_shared<progress>();
+      auto rp = self->make_response_promise<uint64_t>();
+      for (auto& d : plan) {
+        if (!copier || d.len < bulk_copy_min) {
+          left->demoted += self->state.store.finish_demotion(
+                             d, byte_buffer(d.block->data(), d.block->data() + d.len))
+                             ? 1
+                             : 0;
+          continue;
+        }
+        ++left->waiting;
+        auto one_done = [=](bool took) mutable {
+          left->demoted += took ? 1 : 0;
+          if (--left->waiting == 0) {
+            update_gauges(self);
+            rp.deliver(left->demoted);
+          }
+        };
+        self
+          ->request(copier, self->state.cfg.transfer_timeout, copy_atom::value,
+                    copy_job{nullptr, d.block->data(), d.len, d.block})
+          .then([=](byte_buffer& bytes) mutable {
+                  one_done(self->state.store.finish_demotion(d, std::move(bytes)));
+                },
+                [=](caf::error&) mutable { one_done(false); });
+      }
+      if (left->waiting == 0) {
+        update_gauges(self);
+        rp.deliver(left->demoted);
+      }
+      return rp;
     },
     [=](peer_down_atom, const caf::node_id& node) { drop_node(self, node); },
     [=](sweep_atom) -> bool {

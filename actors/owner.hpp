@@ -25,6 +25,9 @@ struct owner_rdma_links {
   arena_pool_actor pool;
   ucx_engine_ref engine;
   rdma_metrics* metrics = nullptr;
+  // Copies bytes into registered memory off the owner's thread
+  // (actors/bulk_copier.hpp); empty: copies run inline.
+  caf::actor copier;
 };
 
 struct owner_config {
@@ -35,6 +38,7 @@ struct owner_config {
   uint64_t rdma_min_bytes = 64 * 1024;              // smaller pinned slots answer chunked
   std::chrono::milliseconds lease_timeout{30000};   // RDMA lease deadline
   std::chrono::milliseconds request_timeout{10000}; // bound on its own requests
+  std::chrono::milliseconds transfer_timeout{300000}; // bound on a bulk copy
   // Test hook: corrupt each descriptor ("unknown_backend", "truncated",
   // "trailing_byte", "lying_key_length"). Only in FERRY_TEST_HOOKS builds.
   std::string test_descriptor_fault;

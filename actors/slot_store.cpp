@@ -55,16 +55,29 @@ data_handle slot_store::register_in_region(pinned_ptr view,
   return add_slot(std::move(s), now, ttl);
 }
 
+std::vector<slot_store::demotion> slot_store::plan_demotion() const {
+  std::vector<demotion> out;
+  for (auto& [id, s] : slots_)
+    if (s.pinned && !s.region)
+      out.push_back(demotion{id, s.pinned, s.len});
+  return out;
+}
+
+bool slot_store::finish_demotion(const demotion& d, byte_buffer bytes) {
+  auto i = slots_.find(d.slot_id);
+  if (i == slots_.end() || i->second.pinned != d.block || bytes.size() != d.len)
+    return false;
+  i->second.bytes = std::make_shared<const byte_buffer>(std::move(bytes));
+  i->second.pinned.reset();
+  return true;
+}
+
 uint64_t slot_store::demote_pinned() {
   uint64_t demoted = 0;
-  for (auto& [id, s] : slots_) {
-    if (!s.pinned || s.region)
-      continue;
-    s.bytes = std::make_shared<const byte_buffer>(s.pinned->data(),
-                                                  s.pinned->data() + s.len);
-    s.pinned.reset();
-    ++demoted;
-  }
+  for (auto& d : plan_demotion())
+    demoted += finish_demotion(d, byte_buffer(d.block->data(), d.block->data() + d.len))
+                 ? 1
+                 : 0;
   return demoted;
 }
 

@@ -95,6 +95,18 @@ public:
   /// region slots stay. Answers how many were copied.
   uint64_t demote_pinned();
 
+  /// The same in two steps, so the copies can run elsewhere: the slots to
+  /// demote, then each copy handed back. A slot released (or restaged)
+  /// meanwhile keeps what it has; finish_demotion answers whether it took
+  /// the copy.
+  struct demotion {
+    uint64_t slot_id = 0;
+    pinned_ptr block;
+    uint64_t len = 0;
+  };
+  std::vector<demotion> plan_demotion() const;
+  bool finish_demotion(const demotion& d, byte_buffer bytes);
+
   caf::expected<rv_metadata_response> metadata(const data_handle& h) const;
 
   /// The pinned block of a slot (null when it is staged in plain memory).

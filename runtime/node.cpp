@@ -19,6 +19,7 @@
 #include "actors/consumer_metrics.hpp"
 #include "actors/gateway.hpp"
 #include "actors/owner.hpp"
+#include "actors/bulk_copier.hpp"
 #include "actors/owner_metrics.hpp"
 #include "actors/path_metrics.hpp"
 #include "actors/rdma_metrics.hpp"
@@ -120,8 +121,9 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   ctx_->worker_id = worker_id_;
   ctx_->request_timeout = cfg_.request_timeout();
   ctx_->transfer_timeout = cfg_.transfer_timeout();
+  copier_ = spawn_bulk_copier(*sys_, 2);
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),
-                            owner_rdma_links{pool_, engine_, rdma_metrics_.get()});
+                            owner_rdma_links{pool_, engine_, rdma_metrics_.get(), copier_});
 
   gateway_params gp;
   gp.identity.worker_id = worker_id_;
@@ -146,6 +148,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   cc.pool = pool_;
   cc.engine = engine_;
   cc.rdma = rdma_metrics_.get();
+  cc.copier = copier_;
   ctx_->consumer = spawn_consumer_service(*sys_, cc);
 }
 
@@ -337,6 +340,7 @@ void node::stop() {
   stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
   stop_and_wait("owner", caf::actor_cast<caf::actor>(ctx_->owner));
+  stop_and_wait("bulk copier", copier_);
   if (engine_) {
     caf::anon_send_exit(engine_.actor(), caf::exit_reason::user_shutdown);
     engine_.wake();
@@ -345,6 +349,7 @@ void node::stop() {
   stop_and_wait("arena pool", caf::actor_cast<caf::actor>(pool_));
   exposer_.reset();
   gateway_ = nullptr;
+  copier_ = nullptr;
   pool_ = nullptr;
   engine_ = ucx_engine_ref{};
   ctx_.reset();

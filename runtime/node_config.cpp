@@ -21,6 +21,7 @@ ferry::owner_config node_config::owner_config() const {
   c.rdma_min_bytes = rdma_min_bytes;
   c.lease_timeout = effective_lease_timeout();
   c.request_timeout = request_timeout();
+  c.transfer_timeout = transfer_timeout();
   c.stall_pulls_from = test_stall_pulls_from;
   c.test_descriptor_fault = test_descriptor_fault;
   return c;

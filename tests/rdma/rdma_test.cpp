@@ -440,6 +440,37 @@ TEST_P(Rdma, AGetPastItsDeadlineIsAbandonedAndTheGetFallsBack) {
   EXPECT_EQ(engine_stat(*local)["gets_abandoned"], 1);
 }
 
+TEST_P(Rdma, APinnedRegisterOfHalfAGibiByteDoesNotHoldUpLeaseRenewals) {
+  if (GetParam() != "tcp")
+    GTEST_SKIP() << "one transport is enough: the copy is the same on all";
+  // The consumer node has one scheduler thread. While its slow GET holds an
+  // RDMA lease (renewed every 100 ms), the same node stages 512 MiB in
+  // registered memory: a copy on that thread would starve the renewals and
+  // the owner would reap the lease.
+  auto cfg = consumer_config();
+  cfg.scheduler_threads = 1;
+  cfg.test_get_delay_ms = 1500;
+  start({"--lease-timeout-ms", "200"}, {}, cfg);
+  auto small = test::payload(1 * MiB_);
+  auto h = stage(small);
+  auto pending = std::async(std::launch::async, [&] { return client->get(h); });
+  ASSERT_TRUE(eventually([&] { return owner_count("rdma", "ok") == 1; }));
+  byte_buffer big(512 * MiB_, 'x');
+  auto staged = client->register_data_pinned(std::move(big));
+  ASSERT_TRUE(staged) << describe(staged.error());
+  auto got = pending.get();
+  ASSERT_TRUE(got) << describe(got.error());
+  EXPECT_EQ(got->bytes, small);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 1);
+  EXPECT_EQ(test::series_value(test::scrape_metrics(owner->metrics_port()),
+                               "ferry_rendezvous_rdma_leases_reaped_total"),
+            0);
+  auto md = client->metadata(*staged);
+  ASSERT_TRUE(md);
+  EXPECT_TRUE(md->pinned);
+  ASSERT_TRUE(client->release(h, got->lease_id));
+}
+
 namespace {
 
 /// A `ferry get` whose GET completes only after 30 s: it holds its RDMA

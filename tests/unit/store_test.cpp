@@ -386,3 +386,25 @@ TEST_F(SlotStore, DropHolderFreesASlotNobodyReferences) {
   EXPECT_EQ(store.current_stats().slots, 0u);
   EXPECT_EQ(store.current_stats().staged_bytes, 0u);
 }
+
+TEST_F(SlotStore, ADemotionCopyHandedBackLateChangesNothingItShouldNot) {
+  byte_buffer backing(4096);
+  auto block = std::make_shared<pinned_block>(
+    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
+    1, nullptr);
+  auto kept = store.register_pinned(block, 10, t0);
+  auto gone = store.register_pinned(block, 10, t0);
+  auto plan = store.plan_demotion();
+  ASSERT_EQ(plan.size(), 2u);
+  auto r = store.release(gone, store.acquire(gone, t0)->lease_id); // freed meanwhile
+  ASSERT_TRUE(r && r->freed);
+  size_t took = 0;
+  for (auto& d : plan)
+    took += store.finish_demotion(d, byte_buffer(d.block->data(), d.block->data() + d.len))
+              ? 1
+              : 0;
+  EXPECT_EQ(took, 1u);
+  EXPECT_FALSE(store.metadata(kept)->pinned); // now plain memory
+  EXPECT_FALSE(store.finish_demotion(plan[0], byte_buffer(10))); // twice: no
+  EXPECT_FALSE(store.finish_demotion({kept.lo, nullptr, 10}, byte_buffer(3)));
+}

@@ -1,0 +1,36 @@
+#include "actors/bulk_copier.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+#include <caf/actor_pool.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+
+namespace ferry {
+
+namespace {
+
+caf::behavior copier(caf::event_based_actor*) {
+  return {
+    [](copy_atom, copy_job& job) -> byte_buffer {
+      if (job.dst == nullptr) {
+        byte_buffer out;
+        assign_for_bulk(out, job.src, job.len);
+        return out;
+      }
+      std::memcpy(job.dst, job.src, job.len);
+      return {};
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_bulk_copier(caf::actor_system& sys, size_t workers) {
+  auto spawn_one = [&sys] { return sys.spawn<caf::detached>(copier); };
+  return caf::actor_pool::make(sys.dummy_execution_unit(), std::max<size_t>(1, workers),
+                               spawn_one, caf::actor_pool::round_robin());
+}
+
+} // namespace ferry
