@@ -271,27 +271,32 @@ slot_store::release(const data_handle& h, uint64_t lease_id) {
   return rv_release_response{remaining, slots_.count(h.lo) == 0};
 }
 
-caf::error slot_store::renew(const data_handle& h, uint64_t lease_id,
-                             time_point now) {
+caf::expected<slot_store::lease*> slot_store::find_lease(const data_handle& h,
+                                                        uint64_t lease_id) {
   auto s = find(h);
   if (!s)
     return unknown_handle(h);
   auto i = s->leases.find(lease_id);
   if (i == s->leases.end())
     return unknown_lease(h, lease_id);
-  if (i->second.deadline_period > duration::zero())
-    i->second.expires_at = now + i->second.deadline_period;
+  return &i->second;
+}
+
+caf::error slot_store::renew(const data_handle& h, uint64_t lease_id,
+                             time_point now) {
+  auto l = find_lease(h, lease_id);
+  if (!l)
+    return std::move(l.error());
+  if ((*l)->deadline_period > duration::zero())
+    (*l)->expires_at = now + (*l)->deadline_period;
   return caf::none;
 }
 
 caf::error slot_store::hold(const data_handle& h, uint64_t lease_id) {
-  auto s = find(h);
-  if (!s)
-    return unknown_handle(h);
-  auto i = s->leases.find(lease_id);
-  if (i == s->leases.end())
-    return unknown_lease(h, lease_id);
-  auto& l = i->second;
+  auto found = find_lease(h, lease_id);
+  if (!found)
+    return std::move(found.error());
+  auto& l = **found;
   forget_lease(l);
   ++lease_count_; // it stays, as a plain held lease
   l = lease{0, false, l.holder, duration::zero(), {}};

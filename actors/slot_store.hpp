@@ -185,6 +185,7 @@ private:
   };
 
   slot* find(const data_handle& h);
+  caf::expected<lease*> find_lease(const data_handle& h, uint64_t lease_id);
   const slot* find(const data_handle& h) const;
   caf::error end_lease(slot& s, uint64_t lease_id);
   void free_slot(uint64_t slot_id);

@@ -489,13 +489,7 @@ TEST_P(Rdma, ConsumerKilledMidGetLosesItsLeaseWithItsNode) {
   auto big = test::payload(2 * MiB_);
   auto h = stage(big);
   auto pid = start_slow_get(owner->endpoint(), h, GetParam());
-  bool granted = false;
-  for (int i = 0; i < 500 && !granted; ++i) {
-    granted = owner_count("rdma", "ok") == 1;
-    if (!granted)
-      std::this_thread::sleep_for(20ms);
-  }
-  ASSERT_TRUE(granted);
+  ASSERT_TRUE(eventually([&] { return owner_count("rdma", "ok") == 1; }));
   EXPECT_EQ(owner_stat()["owner"]["leases"], 1);
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
@@ -523,13 +517,7 @@ TEST_P(Rdma, ConsumerStoppedMidGetIsReapedByTheOwner) {
   auto big = test::payload(2 * MiB_);
   auto h = stage(big);
   auto pid = start_slow_get(owner->endpoint(), h, GetParam());
-  bool granted = false;
-  for (int i = 0; i < 500 && !granted; ++i) {
-    granted = owner_count("rdma", "ok") == 1;
-    if (!granted)
-      std::this_thread::sleep_for(20ms);
-  }
-  ASSERT_TRUE(granted);
+  ASSERT_TRUE(eventually([&] { return owner_count("rdma", "ok") == 1; }));
   std::this_thread::sleep_for(600ms); // three deadlines, kept alive by renewals
   EXPECT_EQ(owner_stat()["owner"]["leases"], 1);
   // A hung consumer (its node still connected) stops renewing: the reaper
