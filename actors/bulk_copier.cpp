@@ -13,14 +13,12 @@ namespace {
 
 caf::behavior copier(caf::event_based_actor*) {
   return {
-    [](copy_atom, copy_job& job) -> byte_buffer {
-      if (job.dst == nullptr) {
-        byte_buffer out;
-        assign_for_bulk(out, job.src, job.len);
-        return out;
-      }
-      std::memcpy(job.dst, job.src, job.len);
-      return {};
+    [](copy_atom, copy_job& job) {
+      if (job.dst == nullptr && job.out)
+        assign_for_bulk(*job.out, job.src, job.len);
+      else if (job.dst != nullptr)
+        std::memcpy(job.dst, job.src, job.len);
+      return caf::ok_atom::value;
     },
   };
 }

@@ -23,20 +23,22 @@ namespace ferry {
 /// Copies below this many bytes run inline in the actor that needs them.
 constexpr size_t bulk_copy_min = 1024 * 1024;
 
-/// One copy: `len` bytes from `src` to `dst`, or, with a null `dst`, into a
-/// fresh buffer that the reply carries. `keep` holds the memory of both.
+/// One copy: `len` bytes from `src` to `dst`, or, with a null `dst`, into
+/// `*out` (a fresh buffer the requester shares with the job: handing a
+/// whole payload back in a reply would make CAF copy it once more).
+/// `keep` holds the memory of both ends.
 struct copy_job {
   char* dst = nullptr;
   const char* src = nullptr;
   size_t len = 0;
   std::shared_ptr<const void> keep;
+  std::shared_ptr<byte_buffer> out;
 };
 
 using copy_atom = caf::atom_constant<caf::atom("bulk_copy")>;
 
 /// Spawns `workers` (at least 1) detached copiers behind one round-robin
-/// pool. Messages: (copy_atom, copy_job) -> byte_buffer (empty when the job
-/// had a destination).
+/// pool. Messages: (copy_atom, copy_job) -> caf::ok_atom once copied.
 caf::actor spawn_bulk_copier(caf::actor_system& sys, size_t workers);
 
 } // namespace ferry

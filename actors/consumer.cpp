@@ -148,16 +148,17 @@ void finish_get(consumer_ptr self, uint64_t len) {
   }
   auto seq = st.get_seq;
   char* into = st.into == transfer::into::raw ? st.dest.data : nullptr;
+  auto out = into ? nullptr : std::make_shared<byte_buffer>();
   self
     ->request(st.ctx.copier, st.ctx.cfg.transfer_timeout, copy_atom::value,
-              copy_job{into, block->data(), len, block})
+              copy_job{into, block->data(), len, block, out})
     .then(
-      [=](byte_buffer& out) {
+      [=](caf::ok_atom) {
         auto& st = self->state;
         if (st.get_seq != seq || st.done)
           return;
-        if (st.into == transfer::into::buffer)
-          st.buffer = std::move(out);
+        if (out)
+          st.buffer = std::move(*out);
         release_destination(self, block);
         done();
       },

@@ -420,8 +420,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
               shared, block);
             self
               ->request(copier, self->state.cfg.transfer_timeout, copy_atom::value,
-                        copy_job{block->data(), shared->data(), shared->size(), keep})
-              .then([=](byte_buffer&) mutable { stage(); },
+                        copy_job{block->data(), shared->data(), shared->size(), keep, nullptr})
+              .then([=](caf::ok_atom) mutable { stage(); },
                     [=](caf::error& err) mutable {
                       rp.deliver(make_error(errc::timeout,
                                             "the copy into registered memory did "
@@ -468,11 +468,12 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
             rp.deliver(left->demoted);
           }
         };
+        auto out = std::make_shared<byte_buffer>();
         self
           ->request(copier, self->state.cfg.transfer_timeout, copy_atom::value,
-                    copy_job{nullptr, d.block->data(), d.len, d.block})
-          .then([=](byte_buffer& bytes) mutable {
-                  one_done(self->state.store.finish_demotion(d, std::move(bytes)));
+                    copy_job{nullptr, d.block->data(), d.len, d.block, out})
+          .then([=](caf::ok_atom) mutable {
+                  one_done(self->state.store.finish_demotion(d, std::move(*out)));
                 },
                 [=](caf::error&) mutable { one_done(false); });
       }

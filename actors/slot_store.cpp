@@ -165,6 +165,8 @@ caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
     return unknown_handle(h);
   lease l;
   l.holder = holder;
+  if (s->len == 0) // nothing to pull: held from the start
+    return rv_ready{add_lease(*s, l, now, duration::zero()), 0, chunk_size_, 0, 0};
   l.transfer_id = next_lease_id_++;
   auto lease_id = add_lease(*s, l, now, lease_deadline);
   transfers_.emplace(l.transfer_id, transfer{h.lo, lease_id});
@@ -187,6 +189,8 @@ slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
   if (l.deadline_period > duration::zero())
     l.expires_at = now + l.deadline_period;
   auto offset = index * chunk_size_;
+  if (++l.served == count) // the last chunk: the lease is held from now on
+    make_held(l); // (closes the transfer: `t` is gone)
   auto len = std::min<uint64_t>(chunk_size_, s.len - offset);
   if (s.bytes) // plain memory: the chunk shares it, no copy
     return chunk_bytes::view(s.bytes, s.bytes->data() + offset, len);
@@ -219,6 +223,14 @@ void slot_store::forget_lease(const lease& l) {
     --rdma_lease_count_;
   transfers_.erase(l.transfer_id);
   --lease_count_;
+}
+
+void slot_store::make_held(lease& l) {
+  forget_lease(l);
+  ++lease_count_; // it stays, as a plain held lease
+  auto holder = l.holder;
+  l = lease{};
+  l.holder = holder;
 }
 
 caf::error slot_store::end_lease(slot& s, uint64_t lease_id) {
@@ -296,10 +308,7 @@ caf::error slot_store::hold(const data_handle& h, uint64_t lease_id) {
   auto found = find_lease(h, lease_id);
   if (!found)
     return std::move(found.error());
-  auto& l = **found;
-  forget_lease(l);
-  ++lease_count_; // it stays, as a plain held lease
-  l = lease{0, false, l.holder, duration::zero(), {}};
+  make_held(**found);
   return caf::none;
 }
 

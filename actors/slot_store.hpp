@@ -118,12 +118,15 @@ public:
                                          duration deadline, uint64_t holder = 0);
 
   /// Takes a lease and opens a chunked transfer. A non-zero `lease_deadline`
-  /// ends the lease when nothing touches it for that long.
+  /// ends the lease when nothing touches it for that long. An empty payload
+  /// has nothing to pull: its lease is held at once (transfer id 0).
   caf::expected<rv_ready> acquire(const data_handle& h, time_point now,
                                   duration lease_deadline = duration::zero(),
                                   uint64_t holder = 0);
 
-  /// One chunk of an open transfer; renews the lease's deadline. A view of
+  /// One chunk of an open transfer; renews the lease's deadline. Once as
+  /// many pulls as the transfer has chunks were answered, the transfer is
+  /// done and the lease is held (no deadline, as hold does). A view of
   /// plain staged bytes that keeps them alive; a copy of registered memory
   /// (an arena block or a region), whose lifetime the slot does not own.
   caf::expected<chunk_bytes> pull(uint64_t transfer_id, uint64_t index,
@@ -160,6 +163,7 @@ public:
 private:
   struct lease {
     uint64_t transfer_id = 0; // 0 for an RDMA lease or a held one
+    uint64_t served = 0;      // chunk pulls answered on its transfer
     bool rdma = false;        // a GET may be reading (descriptor out)
     uint64_t holder = 0;
     duration deadline_period = duration::zero(); // zero: no deadline
@@ -194,6 +198,7 @@ private:
   data_handle add_slot(slot s, time_point now, std::optional<duration> ttl);
   uint64_t add_lease(slot& s, lease l, time_point now, duration deadline);
   void forget_lease(const lease& l);
+  void make_held(lease& l);
 
   uint64_t worker_id_;
   uint64_t chunk_size_;

@@ -270,8 +270,12 @@ transfer::commands transfer::on_error(caf::error err) {
 transfer::commands transfer::finish(bool by_rdma) {
   phase_ = phase::done;
   renewing_ = false;
-  // Sent before the answer, so it reaches the owner before any release.
-  return {send_hold{lease_id_}, deliver{total_len_, lease_id_, by_rdma}};
+  // The owner holds a chunked lease with no deadline by itself once it
+  // served the last chunk; of a GET it knows nothing, so it is told, before
+  // the answer goes out (and so before any release).
+  if (!by_rdma)
+    return {deliver{total_len_, lease_id_, false}};
+  return {send_hold{lease_id_}, deliver{total_len_, lease_id_, true}};
 }
 
 transfer::commands transfer::failed(caf::error err, bool detach) {

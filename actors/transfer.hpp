@@ -11,8 +11,9 @@
 // Rules it owns:
 // - The offer comes from local facts only (a registry, the kill switch off,
 //   the owner registered on UCX); each missing fact is counted.
-// - Every acquire asks for a lease deadline; a finished transfer holds its
-//   lease with none (hold) before it delivers.
+// - Every acquire asks for a lease deadline; a finished GET tells the owner
+//   to hold its lease with none (hold) before it delivers (the owner does so
+//   by itself for a chunked lease once it served the last chunk).
 // - Sizes from the owner are checked before anything is allocated: the
 //   chunk layout, staged_payload_max, and the caller's room.
 // - Chunks: at most pull_window pulls in flight; each chunk must have the

@@ -50,7 +50,8 @@ TEST_F(SlotStore, ChunksCoverThePayloadExactly) {
     out.insert(out.end(), c->data(), c->data() + c->size());
   }
   EXPECT_EQ(out, payload);
-  auto past = store.pull(ready->transfer_id, 3, t0);
+  auto open = store.acquire(h, t0);
+  auto past = store.pull(open->transfer_id, 3, t0);
   ASSERT_FALSE(past);
   EXPECT_TRUE(is(past.error(), errc::chunk_out_of_range));
 }
@@ -198,7 +199,10 @@ TEST_F(SlotStore, PinnedSlotsServeChunksToo) {
     out.insert(out.end(), c->data(), c->data() + c->size());
   }
   EXPECT_EQ(out, payload);
-  auto in_flight = store.pull(ready->transfer_id, 0, t0); // e.g. queued in CAF
+  auto again = store.acquire(h, t0);
+  ASSERT_TRUE(again);
+  auto in_flight = store.pull(again->transfer_id, 0, t0); // e.g. queued in CAF
+  ASSERT_FALSE(store.detach(h, again->lease_id));
   ASSERT_TRUE(in_flight);
   EXPECT_FALSE(released);
   ASSERT_TRUE(store.release(h, ready->lease_id));
@@ -274,10 +278,13 @@ TEST_F(SlotStore, RegionSlotsCopyChunksUnderTheCopyGate) {
     out.insert(out.end(), c->data(), c->data() + c->size());
   }
   EXPECT_EQ(out, byte_buffer(memory.begin() + 5, memory.begin() + 15));
+  auto second = store.acquire(h, t0);
+  ASSERT_TRUE(second);
   region->latch();
-  auto refused = store.pull(ready->transfer_id, 0, t0);
+  auto refused = store.pull(second->transfer_id, 0, t0);
   ASSERT_FALSE(refused);
   EXPECT_TRUE(is(refused.error(), errc::draining));
+  ASSERT_FALSE(store.detach(h, second->lease_id));
   ASSERT_TRUE(store.release(h, ready->lease_id));
   EXPECT_EQ(region->in_flight(), 0u) << "freeing the slot drops its anchor";
 }
@@ -407,4 +414,34 @@ TEST_F(SlotStore, ADemotionCopyHandedBackLateChangesNothingItShouldNot) {
   EXPECT_FALSE(store.metadata(kept)->pinned); // now plain memory
   EXPECT_FALSE(store.finish_demotion(plan[0], byte_buffer(10))); // twice: no
   EXPECT_FALSE(store.finish_demotion({kept.lo, nullptr, 10}, byte_buffer(3)));
+}
+
+TEST_F(SlotStore, TheLastChunkServedHoldsTheLeaseWithNoDeadline) {
+  auto h = store.register_data(bytes_of(10), t0); // 3 chunks of 4
+  auto ready = store.acquire(h, t0, 50ms, 3);
+  ASSERT_TRUE(ready);
+  EXPECT_TRUE(store.has_deadlines());
+  ASSERT_TRUE(store.pull(ready->transfer_id, 2, t0));
+  ASSERT_TRUE(store.pull(ready->transfer_id, 0, t0));
+  EXPECT_EQ(store.current_stats().transfers, 1u);
+  ASSERT_TRUE(store.pull(ready->transfer_id, 1, t0)); // the last one served
+  EXPECT_FALSE(store.has_deadlines());
+  EXPECT_EQ(store.current_stats().transfers, 0u);
+  EXPECT_EQ(store.current_stats().leases, 1u);
+  EXPECT_EQ(store.sweep(t0 + 1h).leases_expired, 0u);
+  EXPECT_TRUE(is(store.pull(ready->transfer_id, 0, t0).error(), errc::unknown_transfer));
+  EXPECT_EQ(store.drop_holder(3), 1u); // still its node's
+}
+
+TEST_F(SlotStore, AnEmptyPayloadsLeaseIsHeldAtOnce) {
+  auto h = store.register_data({}, t0);
+  auto ready = store.acquire(h, t0, 50ms);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->chunk_count, 0u);
+  EXPECT_EQ(ready->transfer_id, 0u);
+  EXPECT_FALSE(store.has_deadlines());
+  EXPECT_EQ(store.current_stats().transfers, 0u);
+  auto r = store.release(h, ready->lease_id);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->freed);
 }
