@@ -11,7 +11,9 @@ namespace ferry {
 
 namespace {
 
-caf::behavior copier(caf::event_based_actor*) {
+// (The unused argument: CAF 0.17 dereferences a null argument tuple for an
+// argument-less spawn, which UBSan reports.)
+caf::behavior copier(caf::event_based_actor*, int) {
   return {
     [](copy_atom, copy_job& job) {
       if (job.dst == nullptr && job.out)
@@ -26,7 +28,7 @@ caf::behavior copier(caf::event_based_actor*) {
 } // namespace
 
 caf::actor spawn_bulk_copier(caf::actor_system& sys, size_t workers) {
-  auto spawn_one = [&sys] { return sys.spawn<caf::detached>(copier); };
+  auto spawn_one = [&sys] { return sys.spawn<caf::detached>(copier, 0); };
   return caf::actor_pool::make(sys.dummy_execution_unit(), std::max<size_t>(1, workers),
                                spawn_one, caf::actor_pool::round_robin());
 }

@@ -47,7 +47,10 @@ struct HostileConsumer : ::testing::Test {
     if (!gw)
       throw std::runtime_error(sys.render(gw.error()));
     gateway = *gw;
-    dummy = sys.spawn([] { return caf::behavior{[](int) {}}; });
+    // (Spawns take an argument: CAF 0.17 dereferences a null tuple for an
+    // argument-less spawn, which UBSan reports.)
+    dummy = sys.spawn([](caf::event_based_actor*, int) { return caf::behavior{[](int) {}}; },
+                      0);
     peer_hello mine;
     mine.worker_id = 0xbadbadbad;
     mine.gateway = dummy;
@@ -256,7 +259,7 @@ struct HostileOwner : ::testing::Test {
     owner = sys.spawn(hostile_owner, log, truncate);
     auto o = owner;
     // Typed as a ferry gateway, which is what a node's connect checks for.
-    gateway = sys.spawn([o](gateway_actor::pointer self) -> gateway_actor::behavior_type {
+    gateway = sys.spawn([o](gateway_actor::pointer self, int) -> gateway_actor::behavior_type {
       auto refuse = [] { return make_error(errc::invalid_argument, "hostile"); };
       return {
         [=](hello_atom, peer_hello&) -> caf::result<peer_hello> {
@@ -278,7 +281,7 @@ struct HostileOwner : ::testing::Test {
         },
         [=](stat_atom) -> caf::result<std::string> { return refuse(); },
       };
-    });
+    }, 0);
     auto port = sys.middleman().publish(gateway, 0, "127.0.0.1");
     if (!port)
       throw std::runtime_error(sys.render(port.error()));

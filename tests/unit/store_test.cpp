@@ -1,6 +1,7 @@
 // Store: the slot store's rules (refcounts, leases, free at zero, deadlines).
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <numeric>
 
 #include "actors/slot_store.hpp"
@@ -18,6 +19,14 @@ byte_buffer bytes_of(size_t n) {
   for (size_t i = 0; i < n; ++i)
     b[i] = static_cast<char>(i * 7 + 3);
   return b;
+}
+
+/// A pinned block over `backing` (a stand-in for arena memory); `on_free`
+/// runs when the last holder lets go of it.
+pinned_ptr block_over(byte_buffer& backing, std::function<void()> on_free = nullptr) {
+  return std::make_shared<pinned_block>(backing.data(), backing.size(), 0x1000,
+                                        std::make_shared<std::vector<uint8_t>>(), 1,
+                                        std::move(on_free));
 }
 
 struct SlotStore : ::testing::Test {
@@ -183,9 +192,7 @@ TEST_F(SlotStore, PinnedSlotsServeChunksToo) {
   bool released = false;
   byte_buffer backing(4096);
   std::copy(payload.begin(), payload.end(), backing.begin());
-  auto block = std::make_shared<pinned_block>(
-    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
-    1, [&] { released = true; });
+  auto block = block_over(backing, [&] { released = true; });
   auto h = store.register_pinned(block, payload.size(), t0);
   block.reset();
   auto md = store.metadata(h);
@@ -231,9 +238,7 @@ TEST_F(SlotStore, PlainChunksShareThePayloadAndKeepItAlive) {
 
 TEST_F(SlotStore, SilentRdmaLeaseIsForceReleased) {
   byte_buffer backing(4096);
-  auto block = std::make_shared<pinned_block>(
-    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
-    1, nullptr);
+  auto block = block_over(backing);
   auto h = store.register_pinned(block, 100, t0);
   auto grant = store.acquire_rdma(h, t0, 30ms);
   ASSERT_TRUE(grant);
@@ -304,9 +309,7 @@ TEST_F(SlotStore, DemotionCopiesArenaSlotsAndLeavesRegionSlots) {
   auto payload = bytes_of(10);
   bool released = false;
   byte_buffer backing(payload);
-  auto block = std::make_shared<pinned_block>(
-    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
-    1, [&] { released = true; });
+  auto block = block_over(backing, [&] { released = true; });
   auto pinned = store.register_pinned(std::move(block), payload.size(), t0);
   auto memory = bytes_of(64);
   auto region = std::make_shared<external_region>(memory.data(), memory.size());
@@ -327,9 +330,7 @@ TEST_F(SlotStore, DemotionCopiesArenaSlotsAndLeavesRegionSlots) {
 
 TEST_F(SlotStore, HeldLeaseKeepsNoDeadlineOnEitherPath) {
   byte_buffer backing(4096);
-  auto block = std::make_shared<pinned_block>(
-    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
-    1, nullptr);
+  auto block = block_over(backing);
   auto pinned = store.register_pinned(block, 100, t0);
   auto plain = store.register_data(bytes_of(10), t0);
   auto grant = store.acquire_rdma(pinned, t0, 30ms, 7);
@@ -396,9 +397,7 @@ TEST_F(SlotStore, DropHolderFreesASlotNobodyReferences) {
 
 TEST_F(SlotStore, ADemotionCopyHandedBackLateChangesNothingItShouldNot) {
   byte_buffer backing(4096);
-  auto block = std::make_shared<pinned_block>(
-    backing.data(), backing.size(), 0x1000, std::make_shared<std::vector<uint8_t>>(),
-    1, nullptr);
+  auto block = block_over(backing);
   auto kept = store.register_pinned(block, 10, t0);
   auto gone = store.register_pinned(block, 10, t0);
   auto plan = store.plan_demotion();
