@@ -15,17 +15,21 @@ namespace {
 // argument-less spawn, which UBSan reports.)
 caf::behavior copier(caf::event_based_actor*, int) {
   return {
-    [](copy_atom, copy_job& job) {
-      if (job.dst == nullptr && job.out)
-        assign_for_bulk(*job.out, job.src, job.len);
-      else if (job.dst != nullptr)
-        std::memcpy(job.dst, job.src, job.len);
+    [](copy_atom, const copy_job& job) {
+      run_copy(job);
       return caf::ok_atom::value;
     },
   };
 }
 
 } // namespace
+
+void run_copy(const copy_job& job) {
+  if (job.dst != nullptr)
+    std::memcpy(job.dst, job.src, job.len);
+  else if (job.out)
+    assign_for_bulk(*job.out, job.src, job.len);
+}
 
 caf::actor spawn_bulk_copier(caf::actor_system& sys, size_t workers) {
   auto spawn_one = [&sys] { return sys.spawn<caf::detached>(copier, 0); };

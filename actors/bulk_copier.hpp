@@ -8,8 +8,10 @@
 // Must never: run more copies at once than it has workers.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
+#include <utility>
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -40,6 +42,25 @@ using copy_atom = caf::atom_constant<caf::atom("bulk_copy")>;
 /// Spawns `workers` (at least 1) detached copiers behind one round-robin
 /// pool. Messages: (copy_atom, copy_job) -> caf::ok_atom once copied.
 caf::actor spawn_bulk_copier(caf::actor_system& sys, size_t workers);
+
+/// Does the copy `job` describes, on the calling thread.
+void run_copy(const copy_job& job);
+
+/// Runs `job` on `copier` (bounded by `timeout`), or inline when the copy
+/// is below bulk_copy_min or there is no copier; then calls `done()`, or
+/// `failed(caf::error&)` when the copier did not answer. Both run in
+/// `self`'s context: at once for an inline copy, else on the reply.
+template <class Self, class Done, class Failed>
+void copy_then(Self* self, const caf::actor& copier, copy_job job,
+               std::chrono::milliseconds timeout, Done done, Failed failed) {
+  if (!copier || job.len < bulk_copy_min) {
+    run_copy(job);
+    return done();
+  }
+  self->request(copier, timeout, copy_atom::value, std::move(job))
+    .then([=](caf::ok_atom) mutable { done(); },
+          [=](caf::error& err) mutable { failed(err); });
+}
 
 } // namespace ferry
 

@@ -130,43 +130,34 @@ void release_destination(consumer_ptr self, const pinned_ptr& block) {
 
 /// The GET's bytes, from its destination to where the caller wants them
 /// (get and get_into copy out, so the pool space returns at once), then
-/// the get is done. A large copy runs on the bulk copier, not on this
-/// actor's thread.
+/// the get is done. A large copy runs on the bulk copier (copy_then), not
+/// on this actor's thread.
 void finish_get(consumer_ptr self, uint64_t len) {
   auto& st = self->state;
   auto done = [self] { apply(self, self->state.rules->on_get_done()); };
   if (st.into != transfer::into::buffer && st.into != transfer::into::raw)
     return done(); // the block is the result, or already the caller's writer
   auto block = st.block;
-  if (!st.ctx.copier || len < bulk_copy_min) {
-    if (st.into == transfer::into::buffer)
-      assign_for_bulk(st.buffer, block->data(), len);
-    else
-      std::memcpy(st.dest.data, block->data(), len);
-    release_destination(self, block);
-    return done();
-  }
   auto seq = st.get_seq;
   char* into = st.into == transfer::into::raw ? st.dest.data : nullptr;
   auto out = into ? nullptr : std::make_shared<byte_buffer>();
-  self
-    ->request(st.ctx.copier, st.ctx.cfg.transfer_timeout, copy_atom::value,
-              copy_job{into, block->data(), len, block, out})
-    .then(
-      [=](caf::ok_atom) {
-        auto& st = self->state;
-        if (st.get_seq != seq || st.done)
-          return;
-        if (out)
-          st.buffer = std::move(*out);
-        release_destination(self, block);
-        done();
-      },
-      [=](caf::error& err) {
-        auto& st = self->state;
-        if (st.get_seq == seq && !st.done)
-          apply(self, st.rules->on_error(std::move(err)));
-      });
+  copy_then(
+    self, st.ctx.copier, copy_job{into, block->data(), len, block, out},
+    st.ctx.cfg.transfer_timeout,
+    [=] {
+      auto& st = self->state;
+      if (st.get_seq != seq || st.done)
+        return;
+      if (out)
+        st.buffer = std::move(*out);
+      release_destination(self, block);
+      done();
+    },
+    [=](caf::error& err) {
+      auto& st = self->state;
+      if (st.get_seq == seq && !st.done)
+        apply(self, st.rules->on_error(std::move(err)));
+    });
 }
 
 void run_get(consumer_ptr self, const rdma_descriptor& desc) {

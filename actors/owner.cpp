@@ -409,24 +409,19 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
               update_gauges(self);
               rp.deliver(h);
             };
-            const auto& copier = self->state.rdma.copier;
-            if (!copier || shared->size() < bulk_copy_min) {
-              std::memcpy(block->data(), shared->data(), shared->size());
-              return stage();
-            }
-            // A whole payload is copied off this thread; the job keeps the
+            // A large payload is copied off this thread; the job keeps the
             // bytes and the block alive even if its answer comes too late.
             auto keep = std::make_shared<std::pair<std::shared_ptr<byte_buffer>, pinned_ptr>>(
               shared, block);
-            self
-              ->request(copier, self->state.cfg.transfer_timeout, copy_atom::value,
-                        copy_job{block->data(), shared->data(), shared->size(), keep, nullptr})
-              .then([=](caf::ok_atom) mutable { stage(); },
-                    [=](caf::error& err) mutable {
-                      rp.deliver(make_error(errc::timeout,
-                                            "the copy into registered memory did "
-                                            "not finish: " + describe(err)));
-                    });
+            copy_then(
+              self, self->state.rdma.copier,
+              copy_job{block->data(), shared->data(), shared->size(), keep, nullptr},
+              self->state.cfg.transfer_timeout, stage,
+              [=](caf::error& err) mutable {
+                rp.deliver(make_error(errc::timeout,
+                                      "the copy into registered memory did "
+                                      "not finish: " + describe(err)));
+              });
           },
           [=](caf::error& err) mutable {
             count_path(self, is(err, errc::budget_exhausted)
@@ -442,45 +437,35 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
     },
     [=](drain_atom) -> caf::result<uint64_t> {
       self->state.draining = true;
-      const auto& copier = self->state.rdma.copier;
-      auto plan = self->state.store.plan_demotion();
-      // Small slots are copied here; large ones on the bulk copier, and
-      // the answer waits for the last of them.
+      // Small slots are copied here, large ones on the bulk copier; the
+      // answer waits for the last copy (the loop itself counts as one, so
+      // copies done inline cannot answer before the loop is through).
       struct progress {
-        size_t waiting = 0;
+        size_t waiting = 1;
         uint64_t demoted = 0;
       };
       auto left = std::make_shared<progress>();
       auto rp = self->make_response_promise<uint64_t>();
-      for (auto& d : plan) {
-        if (!copier || d.len < bulk_copy_min) {
-          left->demoted += self->state.store.finish_demotion(
-                             d, byte_buffer(d.block->data(), d.block->data() + d.len))
-                             ? 1
-                             : 0;
-          continue;
+      auto one_done = [=](bool took) mutable {
+        left->demoted += took ? 1 : 0;
+        if (--left->waiting == 0) {
+          update_gauges(self);
+          rp.deliver(left->demoted);
         }
+      };
+      for (auto& d : self->state.store.plan_demotion()) {
         ++left->waiting;
-        auto one_done = [=](bool took) mutable {
-          left->demoted += took ? 1 : 0;
-          if (--left->waiting == 0) {
-            update_gauges(self);
-            rp.deliver(left->demoted);
-          }
-        };
         auto out = std::make_shared<byte_buffer>();
-        self
-          ->request(copier, self->state.cfg.transfer_timeout, copy_atom::value,
-                    copy_job{nullptr, d.block->data(), d.len, d.block, out})
-          .then([=](caf::ok_atom) mutable {
-                  one_done(self->state.store.finish_demotion(d, std::move(*out)));
-                },
-                [=](caf::error&) mutable { one_done(false); });
+        copy_then(
+          self, self->state.rdma.copier,
+          copy_job{nullptr, d.block->data(), d.len, d.block, out},
+          self->state.cfg.transfer_timeout,
+          [=]() mutable {
+            one_done(self->state.store.finish_demotion(d, std::move(*out)));
+          },
+          [=](caf::error&) mutable { one_done(false); });
       }
-      if (left->waiting == 0) {
-        update_gauges(self);
-        rp.deliver(left->demoted);
-      }
+      one_done(false); // the loop's own count
       return rp;
     },
     [=](peer_down_atom, const caf::node_id& node) { drop_node(self, node); },

@@ -72,15 +72,6 @@ bool slot_store::finish_demotion(const demotion& d, byte_buffer bytes) {
   return true;
 }
 
-uint64_t slot_store::demote_pinned() {
-  uint64_t demoted = 0;
-  for (auto& d : plan_demotion())
-    demoted += finish_demotion(d, byte_buffer(d.block->data(), d.block->data() + d.len))
-                 ? 1
-                 : 0;
-  return demoted;
-}
-
 slot_store::slot* slot_store::find(const data_handle& h) {
   if (h.hi != worker_id_)
     return nullptr;

@@ -91,14 +91,11 @@ public:
                                  uint64_t offset, uint64_t len, time_point now,
                                  std::optional<duration> ttl = std::nullopt);
 
-  /// Copies every arena-pinned slot to plain memory (the shutdown drain);
-  /// region slots stay. Answers how many were copied.
-  uint64_t demote_pinned();
-
-  /// The same in two steps, so the copies can run elsewhere: the slots to
-  /// demote, then each copy handed back. A slot released (or restaged)
-  /// meanwhile keeps what it has; finish_demotion answers whether it took
-  /// the copy.
+  /// The shutdown drain moves every arena-pinned slot to plain memory
+  /// (region slots stay), in two steps so the copies can run elsewhere: the
+  /// slots to demote, then each copy handed back. A slot released (or
+  /// restaged) meanwhile keeps what it has; finish_demotion answers whether
+  /// it took the copy.
   struct demotion {
     uint64_t slot_id = 0;
     pinned_ptr block;
