@@ -172,7 +172,10 @@ arena_pool_actor::behavior_type pool_behavior(pool_ptr self, arena_pool_config c
 arena_pool_actor spawn_arena_pool(caf::actor_system& sys, arena_pool_config cfg,
                                   region_mapper mapper, uint64_t budget_bytes,
                                   rdma_metrics* metrics,
-                                  external_mapper external) {
+                                  external_mapper external, bool own_thread) {
+  if (!own_thread)
+    return sys.spawn(pool_behavior, cfg, std::move(mapper), budget_bytes, metrics,
+                     std::move(external));
   return sys.spawn<caf::detached>(pool_behavior, cfg, std::move(mapper),
                                   budget_bytes, metrics, std::move(external));
 }

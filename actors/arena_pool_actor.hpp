@@ -1,7 +1,8 @@
 // arena_pool_actor: owns the node's arena pool and registered-bytes budget
 // and lends pinned blocks. It runs detached: mapping an arena can take
 // milliseconds (UCX touches every page over posix), which must not stall the
-// cooperative scheduler. A block returns itself to the pool when its last
+// cooperative scheduler (tests with fake mappings may keep it on the
+// scheduler: own_thread false). A block returns itself to the pool when its last
 // holder drops it (a pool_free message), so the owner, a consumer or a GET in
 // flight can hold one without knowing the pool.
 // It also registers caller-owned memory (external regions) under the same
@@ -45,6 +46,7 @@ using arena_pool_actor = caf::typed_actor<
 arena_pool_actor spawn_arena_pool(caf::actor_system& sys, arena_pool_config cfg,
                                   region_mapper mapper, uint64_t budget_bytes,
                                   rdma_metrics* metrics,
-                                  external_mapper external = {});
+                                  external_mapper external = {},
+                                  bool own_thread = true);
 
 } // namespace ferry

@@ -121,11 +121,9 @@ void write_chunk(consumer_ptr self, const transfer::write_chunk& w) {
 
 /// The copied-out destination returns to the pool, or stays warm (a large
 /// one) for the next GET.
-void release_destination(consumer_ptr self, const pinned_ptr& block) {
-  auto& st = self->state;
-  if (auto* warm = st.ctx.engine.warm())
-    warm->keep(block);
-  st.block.reset();
+void release_destination(consumer_ptr self, pinned_ptr block) {
+  self->state.block.reset();
+  self->state.ctx.reader->recycle(std::move(block));
 }
 
 /// The GET's bytes, from its destination to where the caller wants them
@@ -163,63 +161,47 @@ void finish_get(consumer_ptr self, uint64_t len) {
 void run_get(consumer_ptr self, const rdma_descriptor& desc) {
   auto& st = self->state;
   auto seq = st.get_seq;
-  self
-    ->request(st.ctx.engine.actor(), st.ctx.cfg.transfer_timeout,
-              ucx_get_atom::value, st.handle.owner(), desc.generation, desc.addr,
-              desc.len, desc.rkey, st.block)
-    .then(
-      [=](uint64_t nanos) {
-        auto& st = self->state;
-        if (st.get_seq != seq || st.done)
-          return;
+  st.ctx.reader->get(
+    self, st.handle.owner(), desc, st.block, st.ctx.cfg.transfer_timeout,
+    [=](caf::expected<uint64_t> nanos) {
+      auto& st = self->state;
+      if (st.get_seq != seq || st.done)
+        return;
+      if (nanos) {
         if (auto* r = st.ctx.rdma)
-          r->get_duration->Observe(static_cast<double>(nanos) * 1e-9);
+          r->get_duration->Observe(static_cast<double>(*nanos) * 1e-9);
         spdlog::debug("rdma get of {}: {} bytes in {} us", to_string(st.handle),
-                      desc.len, nanos / 1000);
-        finish_get(self, desc.len);
-      },
-      [=](caf::error& err) {
-        auto& st = self->state;
-        if (st.get_seq != seq || st.done)
-          return;
-        // The engine keeps a destination UCX may still write; ours is
-        // dropped (a plain get's chunks go to a fresh buffer).
-        if (st.into != transfer::into::pinned_writer)
-          st.block.reset();
-        apply(self, st.rules->on_get_failed(is(err, errc::get_abandoned)
-                                            || err == caf::sec::request_timeout));
-      });
-  st.ctx.engine.wake();
+                      desc.len, *nanos / 1000);
+        return finish_get(self, desc.len);
+      }
+      // The reader keeps a destination UCX may still write; ours is
+      // dropped (a plain get's chunks go to a fresh buffer).
+      if (st.into != transfer::into::pinned_writer)
+        st.block.reset();
+      const auto& err = nanos.error();
+      apply(self, st.rules->on_get_failed(is(err, errc::get_abandoned)
+                                          || err == caf::sec::request_timeout));
+    });
 }
 
-/// A registered block: the warm one when it fits a GET, else from the pool.
+/// A registered block for the GET (or for get_pinned's chunks).
 void alloc_destination(consumer_ptr self, const transfer::alloc_destination& a) {
   auto& st = self->state;
-  if (a.for_get && st.into != transfer::into::pinned_result)
-    if (auto* warm = st.ctx.engine.warm())
-      if (auto block = warm->take(a.bytes)) { // pages already faulted in
-        st.block = std::move(block);
-        return apply(self, st.rules->on_destination(true));
-      }
-  if (!st.ctx.pool)
+  if (!st.ctx.reader)
     return apply(self, st.rules->on_destination(false));
   auto seq = st.get_seq;
-  self
-    ->request(st.ctx.pool, st.ctx.cfg.request_timeout, pool_alloc_atom::value,
-              a.bytes, true)
-    .then(
-      [=](pinned_ptr& block) {
-        auto& st = self->state;
-        if (st.get_seq != seq || st.done)
-          return;
-        st.block = std::move(block);
-        apply(self, st.rules->on_destination(true));
-      },
-      [=](caf::error&) {
-        auto& st = self->state;
-        if (st.get_seq == seq && !st.done)
-          apply(self, st.rules->on_destination(false));
-      });
+  // get_pinned hands its block to the caller: never the shared warm one.
+  bool warm_ok = a.for_get && st.into != transfer::into::pinned_result;
+  st.ctx.reader->allocate(
+    self, a.bytes, warm_ok, st.ctx.cfg.request_timeout,
+    [=](caf::expected<pinned_ptr> block) {
+      auto& st = self->state;
+      if (st.get_seq != seq || st.done)
+        return;
+      if (block)
+        st.block = std::move(*block);
+      apply(self, st.rules->on_destination(static_cast<bool>(block)));
+    });
 }
 
 void send_pull(consumer_ptr self, const transfer::send_pull& p) {
@@ -340,7 +322,7 @@ void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {
            : st.into == transfer::into::pinned_writer ? (st.block ? st.block->size() : 0)
                                                       : 0;
   const auto& cfg = st.ctx.cfg;
-  p.rdma_registry = cfg.rdma_configured && st.ctx.engine && st.ctx.pool;
+  p.rdma_registry = cfg.rdma_configured && st.ctx.reader;
   p.rdma_enabled = cfg.rdma_enabled;
   p.ucx_peer = ucx_peer;
   p.staged_payload_max = cfg.staged_payload_max;

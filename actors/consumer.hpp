@@ -27,12 +27,11 @@
 #include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/fwd.hpp>
 
-#include "actors/arena_pool_actor.hpp"
 #include "actors/consumer_config.hpp"
 #include "actors/gateway_interface.hpp"
-#include "actors/ucx_engine.hpp"
 #include "actors/owner_interface.hpp"
 #include "actors/peer_directory.hpp"
+#include "actors/rdma_reader.hpp"
 #include "protocol/byte_buffer.hpp"
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ferry::mutable_bytes)
@@ -48,9 +47,8 @@ struct consumer_context {
   std::shared_ptr<const peer_directory> peers; // the gateway's table, read in place
   consumer_config cfg;
   consumer_metrics* metrics = nullptr;
-  // The RDMA path (empty without UCX): destination blocks and GETs.
-  arena_pool_actor pool;
-  ucx_engine_ref engine;
+  // The RDMA path (null without UCX): destination blocks and GETs.
+  std::shared_ptr<rdma_reader> reader;
   rdma_metrics* rdma = nullptr;
   // Copies a finished GET out of its destination off this actor's thread
   // (actors/bulk_copier.hpp); empty: copies run inline.

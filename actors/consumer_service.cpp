@@ -87,13 +87,13 @@ consumer_service_actor::behavior_type service(service_ptr self,
       return rp.delegate(take_consumer(self), get_pinned_atom::value, h);
     },
     [=](pool_alloc_atom, uint64_t bytes) -> caf::result<pinned_ptr> {
-      if (!self->state.ctx.pool)
+      const auto& reader = self->state.ctx.reader;
+      if (!reader)
         return make_error(errc::pool_exhausted,
                           "no registered memory on this node (no UCX)");
       auto rp = self->make_response_promise<pinned_ptr>();
-      self->request(self->state.ctx.pool, self->state.ctx.cfg.request_timeout,
-                    pool_alloc_atom::value,
-                    bytes, true)
+      self->request(reader->pool(), self->state.ctx.cfg.request_timeout,
+                    pool_alloc_atom::value, bytes, true)
         .then([=](pinned_ptr& block) mutable { rp.deliver(std::move(block)); },
               [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;

@@ -145,8 +145,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   cc.cfg = cfg_.consumer_config();
   cc.cfg.rdma_configured = has_ucx();
   cc.metrics = consumer_metrics_.get();
-  cc.pool = pool_;
-  cc.engine = engine_;
+  cc.reader = make_node_rdma_reader(pool_, engine_);
   cc.rdma = rdma_metrics_.get();
   cc.copier = copier_;
   ctx_->consumer = spawn_consumer_service(*sys_, cc);
