@@ -107,12 +107,14 @@ arena_pool_actor::behavior_type pool_behavior(pool_ptr self, arena_pool_config c
                             + " bytes (" + to_string(*why) + ")");
       auto g = std::get<pool_grant>(r);
       // Weak: a block held past a node's stop must not keep the pool alive
-      // (the stop unmaps every arena; freeing into a gone pool is a no-op).
+      // (freeing into a gone pool is a no-op), but it keeps its arena
+      // mapped until it goes (the stop unmaps every other arena).
       auto weak_pool = caf::actor_cast<caf::weak_actor_ptr>(self->ctrl());
       auto arena = g.arena_id;
       auto token = g.token;
       return std::make_shared<pinned_block>(
-        g.data, g.size, g.address, g.rkey, g.generation, [weak_pool, arena, token] {
+        g.data, g.size, g.address, g.rkey, g.generation,
+        [weak_pool, arena, token, mapping = std::move(g.mapping)] {
           if (auto pool = caf::actor_cast<arena_pool_actor>(weak_pool))
             caf::anon_send(pool, pool_free_atom::value, arena, token.offset,
                            token.node);

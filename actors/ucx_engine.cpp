@@ -238,6 +238,8 @@ struct engine {
         }
         if (!r.ok())
           g.failure = make_error(errc::get_failed, r.error);
+        else
+          spdlog::debug("UCX GET from worker {:016x}: UCX finished it", g.worker_id);
         g.done_at = now;
         changed = true;
       }

@@ -48,7 +48,8 @@ std::optional<uint32_t> arena_pool::map_arena(uint64_t bytes, bool dedicated,
     why = pool_refusal::pool_exhausted;
     return std::nullopt;
   }
-  auto region = std::move(std::get<std::unique_ptr<mapped_region>>(mapped));
+  std::shared_ptr<const mapped_region> region
+    = std::move(std::get<std::unique_ptr<mapped_region>>(mapped));
   auto pinned = std::max(region->pinned_bytes(), bytes);
   budget_->reconcile(bytes, pinned);
   auto id = next_id_++;
@@ -76,6 +77,7 @@ std::optional<pool_grant> arena_pool::carve(uint32_t id, uint32_t granules) {
   g.address = a.region->address() + offset;
   g.rkey = a.rkey;
   g.generation = a.generation;
+  g.mapping = a.region;
   a.blocks.emplace(token->offset, granules);
   a.empty_since.reset();
   return g;
@@ -114,7 +116,7 @@ void arena_pool::unmap(uint32_t id) {
   if (i == arenas_.end())
     return;
   budget_->release(i->second.charged);
-  arenas_.erase(i); // the region's destructor unmaps
+  arenas_.erase(i); // unmapped now, or with its last block past a stop
 }
 
 void arena_pool::free(uint32_t arena_id, offset_allocator::allocation token,

@@ -1,6 +1,8 @@
 // arena_pool: pre-registered arenas and the sub-allocation inside them.
 // A plain data structure, not thread-safe: the arena pool actor owns it.
 //
+// - A block shares its arena's mapping: an arena unmaps when the pool let
+//   go of it and its last block is gone.
 // - Pooled arenas start at initial_arena_bytes and grow geometrically up to
 //   max_arena_bytes; inside each, an offset_allocator hands out 4 KiB granules.
 // - A request of dedicated_arena_min or more gets its own arena, unmapped as
@@ -68,6 +70,10 @@ struct pool_grant {
   uint64_t address = 0;
   std::shared_ptr<const std::vector<uint8_t>> rkey;
   uint64_t generation = 0;
+  // The arena's mapping: a block keeps it mapped (a block its caller holds
+  // past the pool's end, a node's stop, stays readable; the pool drops its
+  // own share when it unmaps the arena).
+  std::shared_ptr<const mapped_region> mapping;
 };
 
 class arena_pool {
@@ -100,7 +106,7 @@ public:
 
 private:
   struct arena {
-    std::unique_ptr<mapped_region> region;
+    std::shared_ptr<const mapped_region> region; // shared with its blocks
     offset_allocator alloc;
     std::shared_ptr<const std::vector<uint8_t>> rkey;
     uint64_t generation = 0;

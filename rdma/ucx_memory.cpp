@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -10,6 +11,19 @@
 #include <unistd.h>
 
 namespace ferry {
+
+namespace {
+
+/// A context made without mt_workers_shared (ferry's) does not lock its
+/// registration calls. Maps run on the arena pool's thread, but an arena's
+/// last share may go on whichever thread drops the last block of it (a
+/// block held past a node's stop), so every map and unmap takes this lock.
+std::recursive_mutex& registration_lock() {
+  static std::recursive_mutex mx; // a failed map unmaps under it
+  return mx;
+}
+
+} // namespace
 
 ucx_result<ucx_memory> ucx_memory::map(const ucx_context& context, std::size_t size,
                                        bool allocate_by_ucx, std::size_t rkey_limit) {
@@ -56,6 +70,7 @@ ucx_result<ucx_memory> ucx_memory::finish(const ucx_context& context, void* ptr,
   params.length = size;
   params.flags = flags;
   ucp_mem_h memh = nullptr;
+  std::lock_guard<std::recursive_mutex> guard{registration_lock()};
   ucs_status_t st = ucp_mem_map(context.native(), &params, &memh);
   if (st != UCS_OK)
     return make_ucx_error("ucp_mem_map", st);
@@ -148,6 +163,7 @@ ucx_memory::~ucx_memory() {
 
 void ucx_memory::release() noexcept {
   if (memh_ != nullptr && ctx_) {
+    std::lock_guard<std::recursive_mutex> guard{registration_lock()};
     // The unmap comes first: pages are freed only once UCX let go of them.
     // UCX-allocated pages go away with the unmap itself.
     ucs_status_t st = ucp_mem_unmap(ctx_.get(), memh_);

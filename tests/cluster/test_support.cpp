@@ -168,8 +168,10 @@ std::string node_process::log() const {
 }
 
 pid_t start_ferry(const std::vector<std::string>& args,
-                  std::vector<std::string> env) {
+                  std::vector<std::string> env, std::string* err_path) {
   auto dir = temp_dir();
+  if (err_path)
+    *err_path = dir + "/err";
   return spawn_ferry(args, dir + "/out", dir + "/err", env);
 }
 

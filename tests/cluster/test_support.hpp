@@ -66,9 +66,10 @@ command_result run_ferry(const std::vector<std::string>& args,
                          std::chrono::seconds timeout = std::chrono::seconds{120},
                          std::vector<std::string> env = {});
 
-/// Starts `ferry args...` without waiting (for tests that kill it).
+/// Starts `ferry args...` without waiting (for tests that kill it); the
+/// path of its stderr file goes to `err_path` when given.
 pid_t start_ferry(const std::vector<std::string>& args,
-                  std::vector<std::string> env = {});
+                  std::vector<std::string> env = {}, std::string* err_path = nullptr);
 
 /// GET http://127.0.0.1:port/metrics.
 std::string scrape_metrics(uint16_t port);

@@ -475,11 +475,21 @@ namespace {
 
 /// A `ferry get` whose GET completes only after 30 s: it holds its RDMA
 /// lease by renewals until the test stops or kills it.
+/// A `ferry get` whose GET reply its engine holds for 30 s; its log (debug)
+/// goes to `log`.
 pid_t start_slow_get(const std::string& endpoint, const data_handle& h,
-                     const std::string& transport) {
+                     const std::string& transport, std::string* log = nullptr) {
   return test::start_ferry({"get", "--node", endpoint, "--handle", to_string(h),
-                            "-o", "/dev/null", "--test-get-delay-ms", "30000"},
-                           {"UCX_TLS=" + test::ucx_tls_for(transport)});
+                            "-o", "/dev/null", "--test-get-delay-ms", "30000",
+                            "--log-level", "debug"},
+                           {"UCX_TLS=" + test::ucx_tls_for(transport)}, log);
+}
+
+/// True once the file's text contains `what`.
+bool file_says(const std::string& path, const std::string& what) {
+  std::ifstream in{path};
+  std::string text{std::istreambuf_iterator<char>{in}, {}};
+  return text.find(what) != std::string::npos;
 }
 
 } // namespace
@@ -488,9 +498,14 @@ TEST_P(Rdma, ConsumerKilledMidGetLosesItsLeaseWithItsNode) {
   start({"--lease-timeout-ms", "5000"});
   auto big = test::payload(2 * MiB_);
   auto h = stage(big);
-  auto pid = start_slow_get(owner->endpoint(), h, GetParam());
+  std::string log;
+  auto pid = start_slow_get(owner->endpoint(), h, GetParam(), &log);
   ASSERT_TRUE(eventually([&] { return owner_count("rdma", "ok") == 1; }));
   EXPECT_EQ(owner_stat()["owner"]["leases"], 1);
+  // Killed once UCX finished the GET (its reply held): a consumer killed
+  // while UCX 1.13 still wires up its endpoint over tcp can crash the owner
+  // in UCX itself (docs/known-issues.md), which no wait of ferry's avoids.
+  ASSERT_TRUE(eventually([&] { return file_says(log, "UCX finished it"); }));
   kill(pid, SIGKILL);
   waitpid(pid, nullptr, 0);
   // The owner sees the node go (its connection drops) and ends its lease at
@@ -501,7 +516,7 @@ TEST_P(Rdma, ConsumerKilledMidGetLosesItsLeaseWithItsNode) {
     dropped = test::series_value(test::scrape_metrics(owner->metrics_port()),
                                  "ferry_rendezvous_leases_dropped_total{reason=\"peer_down\"}");
   }
-  EXPECT_EQ(dropped, 1);
+  ASSERT_EQ(dropped, 1) << owner->log();
   auto stat = owner_stat();
   EXPECT_EQ(stat["owner"]["leases"], 0);
   EXPECT_EQ(stat["owner"]["transfers"], 0);
@@ -642,4 +657,28 @@ TEST_P(Rdma, GetIntoAPinnedWriterIsZeroCopy) {
   auto refused = client->get_into(h2, *small);
   ASSERT_FALSE(refused);
   EXPECT_TRUE(is(refused.error(), errc::payload_too_large)) << describe(refused.error());
+}
+
+TEST_P(Rdma, BlocksHandedToTheCallerStayMappedPastTheNodesStop) {
+  start();
+  auto bytes = test::payload(2 * MiB_ + 3);
+  auto h = stage(bytes);
+  auto got = client->get_pinned(h);
+  ASSERT_TRUE(got) << describe(got.error());
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 1);
+  auto writer = client->alloc_pinned_writer(MiB_);
+  ASSERT_TRUE(writer) << describe(writer.error());
+  pinned_ptr block = got->block;
+  pinned_ptr mine = *writer;
+  client.reset();
+  local->stop(); // unmaps every arena no caller holds a block of
+  // Both blocks still read and write their whole range (an unmapped one
+  // faults, and ASan reports the use).
+  EXPECT_EQ(checksum64(block->data(), got->size), checksum64(bytes.data(), bytes.size()));
+  std::memset(mine->data(), 0x5a, mine->size());
+  std::memcpy(block->data(), mine->data(), MiB_);
+  EXPECT_EQ(checksum64(block->data(), MiB_), checksum64(mine->data(), MiB_));
+  block.reset(); // the last share unmaps, after the node is gone
+  mine.reset();
+  local.reset();
 }
