@@ -8,15 +8,15 @@
 
 #include <CLI/CLI.hpp>
 
-#include "apps/bench/bench_options.hpp"
-#include "apps/bench/harness.hpp"
-#include "apps/bench/machine_info.hpp"
-#include "apps/bench/peer_roles.hpp"
-#include "apps/bench/plots.hpp"
-#include "apps/bench/report_json.hpp"
-#include "apps/bench/report_table.hpp"
-#include "apps/bench/scenario_table.hpp"
-#include "apps/bench/targets.hpp"
+#include "bench/bench_options.hpp"
+#include "bench/harness.hpp"
+#include "bench/machine_info.hpp"
+#include "bench/peer_roles.hpp"
+#include "bench/plots.hpp"
+#include "bench/report_json.hpp"
+#include "bench/report_table.hpp"
+#include "bench/scenario_table.hpp"
+#include "bench/targets.hpp"
 #include "apps/commands.hpp"
 #include "runtime/logging.hpp"
 

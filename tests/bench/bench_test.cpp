@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "apps/bench/payload.hpp"
+#include "bench/payload.hpp"
 #include "tests/cluster/test_support.hpp"
 
 namespace ferry {

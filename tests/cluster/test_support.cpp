@@ -1,15 +1,14 @@
 #include "tests/cluster/test_support.hpp"
 
+#include "process/child_process.hpp"
+
 #include <arpa/inet.h>
-#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -18,8 +17,6 @@
 #include <thread>
 
 #include <prometheus/registry.h>
-
-extern char** environ;
 
 namespace ferry::test {
 
@@ -43,64 +40,27 @@ std::string temp_dir() {
 namespace {
 
 std::string read_file(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
+  return process::read_text_file(path);
 }
 
-/// Starts `ferry args...` with stdout and stderr in files.
+/// Starts `ferry args...` with stdout and stderr in files; the caller reaps it.
 pid_t spawn_ferry(const std::vector<std::string>& args, const std::string& out,
                   const std::string& err, const std::vector<std::string>& env) {
-  std::vector<std::string> argv_s{ferry_bin()};
-  argv_s.insert(argv_s.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (auto& a : argv_s)
-    argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_addopen(&fa, 1, out.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, 2, err.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  std::vector<std::string> env_s;
-  for (char** e = environ; *e != nullptr; ++e)
-    env_s.emplace_back(*e);
-  for (auto& extra : env) {
-    auto name = extra.substr(0, extra.find('=') + 1);
-    env_s.erase(std::remove_if(env_s.begin(), env_s.end(),
-                               [&](const std::string& x) {
-                                 return x.compare(0, name.size(), name) == 0;
-                               }),
-                env_s.end());
-    env_s.push_back(extra);
-  }
-  std::vector<char*> envp;
-  for (auto& e : env_s)
-    envp.push_back(e.data());
-  envp.push_back(nullptr);
-  pid_t pid = -1;
-  auto rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), envp.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0)
-    throw std::runtime_error("cannot start " + argv_s[0] + ": " + std::strerror(rc));
-  return pid;
+  process::child_spec spec;
+  spec.program = ferry_bin();
+  spec.args = args;
+  spec.env = env;
+  spec.out = process::stream::file(out);
+  spec.err = process::stream::file(err);
+  process::child_process child;
+  if (auto why = child.start(spec); !why.empty())
+    throw std::runtime_error("cannot start " + spec.program + ": " + why);
+  return child.detach();
 }
 
 /// Waits for `pid` up to `timeout`; returns the wait status or -1.
 int wait_for(pid_t pid, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    auto r = waitpid(pid, &status, WNOHANG);
-    if (r == pid)
-      return status;
-    if (r < 0 || std::chrono::steady_clock::now() > deadline)
-      return -1;
-    std::this_thread::sleep_for(10ms);
-  }
+  return process::wait_for_exit(pid, timeout).value_or(-1);
 }
 
 } // namespace

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,7 +18,6 @@
 #include "rdma/ucx_memory.hpp"
 #include "rdma/ucx_worker.hpp"
 
-extern char** environ;
 
 namespace ferry::test {
 
@@ -288,51 +286,22 @@ owner_child::owner_child(const std::string& tls, std::size_t region_bytes) {
     error_ = "socketpair failed";
     return;
   }
-  // The child's environment, built before fork (only exec follows it).
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    std::string s(*e);
-    if (s.rfind("UCX_TLS=", 0) == 0 || s.rfind("UCX_NET_DEVICES=", 0) == 0
-        || s.rfind("FERRY_UCX_TEST_", 0) == 0 || s.rfind("GTEST_", 0) == 0)
-      continue;
-    env.push_back(std::move(s));
-  }
-  env.push_back("UCX_TLS=" + tls);
-  env.push_back("UCX_NET_DEVICES=lo");
-  env.push_back(std::string(child_fd_var) + "=" + std::to_string(sv[1]));
-  env.push_back(std::string(child_bytes_var) + "=" + std::to_string(region_bytes));
-  std::vector<char*> envp;
-  for (auto& s : env)
-    envp.push_back(s.data());
-  envp.push_back(nullptr);
-  char arg0[] = "ferry_ucx_test_child";
-  char arg1[] = "--gtest_filter=*";
-  char* argv[] = {arg0, arg1, nullptr};
-  ::fcntl(sv[0], F_SETFD, FD_CLOEXEC);
-  const pid_t parent = ::getpid();
-
-  pid_t pid = ::fork();
-  if (pid < 0) {
+  process::child_spec spec;
+  spec.argv0 = "ferry_ucx_test_child";
+  spec.args = {"--gtest_filter=*"};
+  spec.drop_env_prefixes = {"FERRY_UCX_TEST_", "GTEST_"};
+  spec.env = {"UCX_TLS=" + tls, "UCX_NET_DEVICES=lo",
+              std::string(child_fd_var) + "=" + std::to_string(sv[1]),
+              std::string(child_bytes_var) + "=" + std::to_string(region_bytes)};
+  spec.err = process::stream::inherit(); // gtest's banner (stdout) would mix in
+  ::fcntl(sv[0], F_SETFD, FD_CLOEXEC);  // sv[1] is inherited by number
+  auto why = child_.start(spec);
+  ::close(sv[1]);
+  if (!why.empty()) {
     ::close(sv[0]);
-    ::close(sv[1]);
-    error_ = "fork failed";
+    error_ = "cannot start the child: " + why;
     return;
   }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent)
-      ::_exit(5);
-    // gtest's banner would mix into the parent's output; stderr stays.
-    int null_fd = ::open("/dev/null", O_WRONLY);
-    if (null_fd >= 0 && null_fd != STDOUT_FILENO) {
-      ::dup2(null_fd, STDOUT_FILENO);
-      ::close(null_fd);
-    }
-    ::execve("/proc/self/exe", argv, envp.data());
-    ::_exit(6);
-  }
-  ::close(sv[1]);
-  pid_ = pid;
   fd_ = sv[0];
 
   std::vector<char> body;
@@ -356,7 +325,7 @@ owner_child::owner_child(const std::string& tls, std::size_t region_bytes) {
 }
 
 owner_child::~owner_child() {
-  if (pid_ > 0 && !quit())
+  if (child_.running() && !quit())
     kill_now();
   if (fd_ >= 0)
     ::close(fd_);
@@ -365,43 +334,25 @@ owner_child::~owner_child() {
 bool owner_child::halt() {
   char cmd = 'h';
   char ack = 0;
-  return pid_ > 0 && write_all(fd_, &cmd, 1) && read_all(fd_, &ack, 1, io_limit)
-         && ack == 'H';
+  return child_.running() && write_all(fd_, &cmd, 1)
+         && read_all(fd_, &ack, 1, io_limit) && ack == 'H';
 }
 
 bool owner_child::quit() {
-  if (pid_ <= 0)
+  if (!child_.running())
     return false;
   char cmd = 'q';
   write_all(fd_, &cmd, 1);
-  int status = 0;
-  if (!reap(std::chrono::seconds(10), &status)) {
+  auto status = child_.wait(std::chrono::seconds(10));
+  if (!status) {
     kill_now();
     return false;
   }
-  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+  return WIFEXITED(*status) && WEXITSTATUS(*status) == 0;
 }
 
 void owner_child::kill_now() {
-  if (pid_ <= 0)
-    return;
-  ::kill(pid_, SIGKILL);
-  int status = 0;
-  reap(std::chrono::seconds(10), &status);
-}
-
-bool owner_child::reap(std::chrono::milliseconds limit, int* status) {
-  const auto deadline = std::chrono::steady_clock::now() + limit;
-  for (;;) {
-    pid_t r = ::waitpid(pid_, status, WNOHANG);
-    if (r == pid_ || (r < 0 && errno != EINTR)) {
-      pid_ = -1;
-      return r > 0;
-    }
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  child_.kill();
 }
 
 void ucx_stack::open(const std::string& tls, const std::vector<char>* peer_address) {

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "process/child_process.hpp"
 #include "rdma/ucx_context.hpp"
 #include "rdma/ucx_endpoint.hpp"
 #include "rdma/ucx_worker.hpp"
@@ -69,7 +70,7 @@ public:
   bool ok() const { return error_.empty(); }
   const std::string& error() const { return error_; }
   const child_offer& offer() const { return offer_; }
-  pid_t pid() const { return pid_; }
+  pid_t pid() const { return child_.pid(); }
 
   /// The child stops progressing its worker (blocks on the socket) and
   /// confirms. It only resumes on quit().
@@ -80,9 +81,7 @@ public:
   void kill_now();
 
 private:
-  bool reap(std::chrono::milliseconds limit, int* status);
-
-  pid_t pid_ = -1;
+  process::child_process child_;
   int fd_ = -1;
   std::string error_;
   child_offer offer_;

@@ -1,0 +1,139 @@
+// ferry_rdma_sm, ferry_rdma_tcp (+ _cold), ferry_get_into_pinned_sm: a ferry
+// get over the RDMA path from an owner node in another process that staged
+// the payload with register_data_pinned.
+//   warm:        blocking_client::get on a connected pair; the GET lands in a
+//                registered block of the consumer's pool and is copied out
+//                into the result, as every caller of get pays
+//   cold:        the first get on a consumer node started and connected just
+//                before (its UCX context, worker and endpoint are new; the
+//                set-up is untimed, the get timed)
+//   into_pinned: get_into a pinned writer allocated once per size, outside
+//                the clock: the zero-copy destination
+// Both nodes run UCX on the row's transport (UCX_TLS in this process for
+// the row's life, in the owner's environment at spawn), and the owner grants
+// the RDMA path at every size. Every run checks the bytes and that the
+// consumer counted one completed RDMA GET (path_check.hpp): a get that fell
+// back to chunks fails the point.
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+
+#include "bench/consumer_seat.hpp"
+#include "bench/owner_peer.hpp"
+#include "bench/path_check.hpp"
+#include "bench/payload.hpp"
+#include "bench/scenarios.hpp"
+#include "bench/transport_env.hpp"
+#include "protocol/errors.hpp"
+
+namespace ferry::bench {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+class ferry_rdma_runner : public scenario_runner {
+public:
+  ferry_rdma_runner(const bench_options& opts, ucx_transport transport,
+                    rdma_mode mode)
+    : knobs_(opts.knobs), transport_(transport), mode_(mode) {}
+
+  std::string start() override {
+    env_.emplace(transport_);
+    if (auto err = owner_.start(knobs_, true, ucx_peer_env(transport_)); !err.empty())
+      return err;
+    if (mode_ != rdma_mode::cold)
+      return reseat(seat_, knobs_, owner_.endpoint(), true);
+    return {};
+  }
+
+  std::string prepare(uint64_t bytes) override {
+    std::string err;
+    handle_ = owner_.stage(bytes, &err, true);
+    if (!err.empty() || mode_ != rdma_mode::into_pinned)
+      return err;
+    auto w = seat_->client().alloc_pinned_writer(bytes);
+    if (!w)
+      return "alloc_pinned_writer: " + describe(w.error());
+    writer_ = std::move(*w);
+    return {};
+  }
+
+  run_outcome run(uint64_t bytes) override {
+    if (mode_ == rdma_mode::cold)
+      if (auto err = reseat(seat_, knobs_, owner_.endpoint(), true); !err.empty())
+        return run_outcome::failed(err);
+    auto& c = seat_->client();
+    auto before = read_paths(seat_->host());
+    if (mode_ == rdma_mode::into_pinned) {
+      std::memset(writer_->data(), 0, bytes);
+      auto t0 = clock_type::now();
+      auto got = c.get_into(handle_, writer_);
+      auto secs = since(t0);
+      if (!got)
+        return run_outcome::failed(describe(got.error()));
+      if (auto err = check_payload(writer_->data(), got->first, bytes); !err.empty())
+        return run_outcome::failed(err);
+      return finish_run(secs, got->second, before);
+    }
+    auto t0 = clock_type::now();
+    auto got = c.get(handle_);
+    auto secs = since(t0);
+    if (!got)
+      return run_outcome::failed(describe(got.error()));
+    if (auto err = check_payload(got->bytes.data(), got->bytes.size(), bytes);
+        !err.empty())
+      return run_outcome::failed(err);
+    return finish_run(secs, got->lease_id, before);
+  }
+
+  void finish(uint64_t) override {
+    if (seat_)
+      (void) seat_->end(true);
+    writer_.reset(); // back to the pool before the seat's node can go
+    if (mode_ == rdma_mode::cold)
+      seat_.reset();
+  }
+
+  void stop() override {
+    writer_.reset();
+    seat_.reset();
+    owner_.stop();
+    env_.reset();
+  }
+
+private:
+  run_outcome finish_run(double secs, uint64_t lease, const path_counts& before) {
+    // The lease is held (and the slot kept) whatever path ran.
+    auto held = seat_->hold(handle_, lease);
+    if (auto err = expect_rdma(before, read_paths(seat_->host())); !err.empty())
+      return run_outcome::failed(err);
+    if (!held.empty())
+      return run_outcome::failed(held);
+    return run_outcome::took(secs);
+  }
+
+  ferry_knobs knobs_;
+  ucx_transport transport_;
+  rdma_mode mode_;
+  std::optional<scoped_transport_env> env_;
+  owner_peer owner_;
+  std::unique_ptr<consumer_seat> seat_;
+  data_handle handle_;
+  pinned_ptr writer_;
+};
+
+} // namespace
+
+std::unique_ptr<scenario_runner> make_ferry_rdma_runner(const bench_options& opts,
+                                                        ucx_transport transport,
+                                                        rdma_mode mode) {
+  return std::make_unique<ferry_rdma_runner>(opts, transport, mode);
+}
+
+} // namespace ferry::bench

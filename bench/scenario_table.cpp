@@ -1,0 +1,154 @@
+#include "bench/scenario_table.hpp"
+
+#include "bench/scenarios.hpp"
+
+namespace ferry::bench {
+
+namespace {
+
+// Factories that ignore the consumer count.
+runner_factory single(std::unique_ptr<scenario_runner> (*make)(const bench_options&)) {
+  return [make](const bench_options& o, int) { return make(o); };
+}
+
+runner_factory chunked(chunked_mode mode) {
+  return [mode](const bench_options& o, int) {
+    return make_ferry_chunked_runner(o, mode);
+  };
+}
+
+runner_factory ucx_raw(bool sm) {
+  if (!ucx_built())
+    return {};
+  return [sm](const bench_options& o, int) { return make_ucx_raw_runner(o, sm); };
+}
+
+// The RDMA rows: empty factories (skipped) in a ferry built without UCX.
+runner_factory rdma(ucx_transport t, rdma_mode mode) {
+  if (!ucx_built())
+    return {};
+  return [t, mode](const bench_options& o, int) {
+    return make_ferry_rdma_runner(o, t, mode);
+  };
+}
+
+runner_factory rdma_concurrent(ucx_transport t) {
+  if (!ucx_built())
+    return {};
+  return [t](const bench_options& o, int n) {
+    return make_ferry_rdma_concurrent_runner(o, n, t);
+  };
+}
+
+const char* const needs_messenger =
+  "the messenger (payloads above staging_threshold staged by handle)";
+
+scenario_entry row(std::string name, std::string what, std::string limit,
+                   runner_factory make, std::string needs = {}) {
+  scenario_entry e;
+  e.name = std::move(name);
+  e.what = std::move(what);
+  e.limit = std::move(limit);
+  e.make = std::move(make);
+  e.needs = std::move(needs);
+  return e;
+}
+
+// A row whose feature is not built yet: reported as skipped.
+scenario_entry hook(std::string name, std::string what, std::string limit,
+                    std::string needs) {
+  return row(std::move(name), std::move(what), std::move(limit), {}, std::move(needs));
+}
+
+scenario_entry with(scenario_entry e, size_kind sizes, repeat_kind repeats,
+                    bool per_consumer_count = false) {
+  e.sizes = sizes;
+  e.repeats = repeats;
+  e.per_consumer_count = per_consumer_count;
+  return e;
+}
+
+std::vector<scenario_entry> build() {
+  const char* no_ucx = "UCX (this ferry was built without it)";
+  return {
+    // -- limits -----------------------------------------------------------
+    row("memcpy", "memcpy between two warm buffers, one process",
+        "memory bandwidth: the limit of any shared-memory path",
+        single(make_memcpy_runner)),
+    row("tcp_loopback", "a plain TCP stream from a peer process into a warm buffer",
+        "kernel socket copies on lo: the limit of the chunked path",
+        single(make_tcp_runner)),
+    row("ucx_get_raw_sm", "bare ucp_get_nbx, UCX_TLS=sm,self, UCX-allocated region",
+        "one-sided memcpy from the peer's pages: the limit of ferry_rdma_sm",
+        ucx_raw(true), no_ucx),
+    row("ucx_get_raw_tcp", "bare ucp_get_nbx, UCX_TLS=tcp on lo, plain pages",
+        "emulated GET over tcp, served by the peer's progress: the limit of "
+        "ferry_rdma_tcp",
+        ucx_raw(false), no_ucx),
+    // -- the CAF baseline -------------------------------------------------
+    row("caf_inline", "the payload as one CAF reply message between two processes",
+        "CAF serialization and one BASP message: what the chunked path replaces",
+        single(make_caf_inline_runner)),
+    with(row("caf_request_rtt", "an 8-byte CAF request and reply between two processes",
+             "CAF scheduling + middleman: the floor under every control message",
+             single(make_caf_rtt_runner)),
+         size_kind::tiny, repeat_kind::rtt),
+    // -- ferry: chunked path ----------------------------------------------
+    row("ferry_chunked", "blocking_client::get over the chunked path (warm pair)",
+        "chunk round trips over CAF + allocating the result",
+        chunked(chunked_mode::warm)),
+    with(row("ferry_chunked_cold", "the first get on a freshly connected consumer node",
+             "as ferry_chunked, plus lookup and first-use costs",
+             chunked(chunked_mode::cold)),
+         size_kind::all, repeat_kind::cold),
+    row("ferry_chunked_into", "blocking_client::get_into a warm caller buffer",
+        "chunk round trips over CAF, no allocation of the result",
+        chunked(chunked_mode::into)),
+    // -- ferry: RDMA path ------------------------------------------------
+    row("ferry_rdma_sm", "get over the RDMA path, shared memory (warm pair)",
+        "ucx_get_raw_sm + the acquire round trip + copying out the result",
+        rdma(ucx_transport::sm, rdma_mode::warm), no_ucx),
+    with(row("ferry_rdma_sm_cold", "the first RDMA get on a fresh pair, shared memory",
+             "as ferry_rdma_sm, plus lookup and UCX wire-up of a fresh endpoint",
+             rdma(ucx_transport::sm, rdma_mode::cold), no_ucx),
+         size_kind::all, repeat_kind::cold),
+    row("ferry_rdma_tcp", "get over the RDMA path, UCX over tcp on lo (warm pair)",
+        "ucx_get_raw_tcp + the acquire round trip + copying out the result",
+        rdma(ucx_transport::tcp, rdma_mode::warm), no_ucx),
+    with(row("ferry_rdma_tcp_cold", "the first RDMA get on a fresh pair, UCX over tcp",
+             "as ferry_rdma_tcp, plus lookup and UCX wire-up of a fresh endpoint",
+             rdma(ucx_transport::tcp, rdma_mode::cold), no_ucx),
+         size_kind::all, repeat_kind::cold),
+    row("ferry_get_into_pinned_sm",
+        "get_into a pinned writer (allocated once, untimed), shared memory",
+        "ucx_get_raw_sm + the acquire round trip", rdma(ucx_transport::sm,
+                                                       rdma_mode::into_pinned),
+        no_ucx),
+    // -- ferry: messenger (hooks) ------------------------------------------
+    hook("ferry_messenger_staged", "a message whose payload the messenger stages",
+         "ferry_rdma_sm or ferry_chunked + one control message", needs_messenger),
+    hook("ferry_messenger_inline", "the same message sent inline (no staging)",
+         "caf_inline", needs_messenger),
+    // -- concurrency -------------------------------------------------------
+    with(row("ferry_chunked_concurrent", "N consumer nodes pulling one handle at once",
+             "the owner's one actor and the cores",
+             [](const bench_options& o, int n) {
+               return make_ferry_concurrent_runner(o, n);
+             }),
+         size_kind::concurrency, repeat_kind::normal, true),
+    with(row("ferry_rdma_sm_concurrent",
+             "N consumer nodes GETting one handle at once, shared memory",
+             "memory bandwidth and the cores", rdma_concurrent(ucx_transport::sm),
+             no_ucx),
+         size_kind::concurrency, repeat_kind::normal, true),
+  };
+}
+
+} // namespace
+
+const std::vector<scenario_entry>& scenario_table() {
+  static const std::vector<scenario_entry> table = build();
+  return table;
+}
+
+} // namespace ferry::bench

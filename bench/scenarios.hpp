@@ -1,0 +1,66 @@
+// scenarios: the runners behind the rows of the scenario table, one family
+// per source file (scenario_*.cpp). Declared here so the table
+// (scenario_table.cpp) is the only place that names and orders them.
+#pragma once
+
+#include <memory>
+
+#include "bench/bench_options.hpp"
+#include "bench/scenario.hpp"
+#include "bench/transport_env.hpp"
+
+namespace ferry::bench {
+
+/// memcpy between two warm buffers in this process.
+std::unique_ptr<scenario_runner> make_memcpy_runner(const bench_options& opts);
+
+/// A plain TCP stream from a peer process on 127.0.0.1.
+std::unique_ptr<scenario_runner> make_tcp_runner(const bench_options& opts);
+
+/// A bare ucp_get_nbx loop against a peer's registered region, over shared
+/// memory (UCX_TLS=sm,self, UCX-allocated region when UCX offers it) or tcp.
+/// Null when this ferry has no UCX.
+std::unique_ptr<scenario_runner> make_ucx_raw_runner(const bench_options& opts,
+                                                     bool shared_memory);
+bool ucx_built();
+
+/// The payload as one CAF reply message between two actor systems.
+std::unique_ptr<scenario_runner> make_caf_inline_runner(const bench_options& opts);
+
+/// A tiny CAF request and its reply between two actor systems.
+std::unique_ptr<scenario_runner> make_caf_rtt_runner(const bench_options& opts);
+
+enum class chunked_mode {
+  warm, // blocking_client::get on a connected pair (the get allocates)
+  cold, // the first get on a freshly started and connected consumer node
+  into, // blocking_client::get_into a warm caller buffer
+};
+
+/// A ferry get over the chunked path from an owner node in a peer process.
+std::unique_ptr<scenario_runner> make_ferry_chunked_runner(const bench_options& opts,
+                                                           chunked_mode mode);
+
+/// `consumers` threads, each with its own ferry::node in this process,
+/// pulling the same handle from one owner at once.
+std::unique_ptr<scenario_runner>
+make_ferry_concurrent_runner(const bench_options& opts, int consumers);
+
+enum class rdma_mode {
+  warm,        // blocking_client::get on a connected pair (copies out)
+  cold,        // the first get on a freshly started and connected consumer node
+  into_pinned, // get_into a pinned writer allocated once per size
+};
+
+/// A ferry get over the RDMA path (payload staged pinned, both nodes on
+/// `transport`) from an owner node in a peer process; every run also checks
+/// that the RDMA path ran.
+std::unique_ptr<scenario_runner> make_ferry_rdma_runner(const bench_options& opts,
+                                                        ucx_transport transport,
+                                                        rdma_mode mode);
+
+/// As make_ferry_concurrent_runner, over the RDMA path on `transport`.
+std::unique_ptr<scenario_runner>
+make_ferry_rdma_concurrent_runner(const bench_options& opts, int consumers,
+                                  ucx_transport transport);
+
+} // namespace ferry::bench

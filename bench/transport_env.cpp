@@ -1,0 +1,31 @@
+#include "bench/transport_env.hpp"
+
+#include <cstdlib>
+
+namespace ferry::bench {
+
+std::string ucx_tls(ucx_transport t) {
+  return t == ucx_transport::sm ? "sm,self" : "tcp,self";
+}
+
+std::vector<std::string> ucx_peer_env(ucx_transport t) {
+  return {"UCX_TLS=" + ucx_tls(t), "UCX_NET_DEVICES=lo"};
+}
+
+scoped_env::scoped_env(const char* key, const std::string& value) : key_(key) {
+  if (auto* old = std::getenv(key))
+    old_ = old;
+  ::setenv(key, value.c_str(), 1);
+}
+
+scoped_env::~scoped_env() {
+  if (old_)
+    ::setenv(key_, old_->c_str(), 1);
+  else
+    ::unsetenv(key_);
+}
+
+scoped_transport_env::scoped_transport_env(ucx_transport t)
+  : tls_("UCX_TLS", ucx_tls(t)), devices_("UCX_NET_DEVICES", "lo") {}
+
+} // namespace ferry::bench
