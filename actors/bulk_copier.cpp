@@ -31,6 +31,19 @@ void run_copy(const copy_job& job) {
     assign_for_bulk(*job.out, job.src, job.len);
 }
 
+bool sliced_copy::step() {
+  auto n = std::min(copy_slice_bytes, job_.len - done_);
+  if (job_.dst != nullptr) {
+    std::memcpy(job_.dst + done_, job_.src + done_, n);
+  } else if (job_.out) {
+    if (done_ == 0)
+      reserve_for_bulk(*job_.out, job_.len); // room only: slices append
+    place_at(*job_.out, done_, job_.src + done_, n);
+  }
+  done_ += n;
+  return done_ == job_.len;
+}
+
 caf::actor spawn_bulk_copier(caf::actor_system& sys, size_t workers) {
   auto spawn_one = [&sys] { return sys.spawn<caf::detached>(copier, 0); };
   return caf::actor_pool::make(sys.dummy_execution_unit(), std::max<size_t>(1, workers),

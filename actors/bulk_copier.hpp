@@ -2,7 +2,10 @@
 // copy whole payloads, so no cooperative actor's handler runs a copy whose
 // length a caller or a peer chose: staging bytes into registered memory,
 // copying a finished GET out of its destination. A copy below
-// bulk_copy_min runs inline instead (it costs less than the hop).
+// bulk_copy_min runs inline instead (it costs less than the hop); an actor
+// that can take a message between slices may run a mid-size copy (up to
+// sliced_copy_max) itself, copy_slice_bytes at a time (sliced_copy), which
+// spares the two thread hand-offs of the copier.
 // A job keeps what it reads and writes alive until it is done, so a caller
 // that stopped waiting frees nothing under a copy.
 // Must never: run more copies at once than it has workers.
@@ -38,6 +41,25 @@ struct copy_job {
 };
 
 using copy_atom = caf::atom_constant<caf::atom("bulk_copy")>;
+using copy_slice_atom = caf::atom_constant<caf::atom("copy_slice")>;
+
+/// A copy an actor runs itself in slices between its messages.
+constexpr size_t copy_slice_bytes = 4ull << 20;
+constexpr size_t sliced_copy_max = 64ull << 20;
+
+/// The state of a copy done a slice at a time (a plain structure: the actor
+/// sends itself a message between steps).
+class sliced_copy {
+public:
+  explicit sliced_copy(copy_job job) : job_(std::move(job)) {}
+  /// Copies the next slice; true once the whole copy is done.
+  bool step();
+  const copy_job& job() const { return job_; }
+
+private:
+  copy_job job_;
+  size_t done_ = 0;
+};
 
 /// Spawns `workers` (at least 1) detached copiers behind one round-robin
 /// pool. Messages: (copy_atom, copy_job) -> caf::ok_atom once copied.

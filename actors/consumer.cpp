@@ -40,6 +40,7 @@ struct consumer_state {
   pinned_ptr block; // the result block, the caller's writer, or a GET's destination
   byte_buffer buffer;
   const chunk_bytes* chunk = nullptr; // the chunk being handled
+  std::optional<sliced_copy> copying;  // a GET's copy-out, a slice per message
   bool done = false;
   static inline const char* name = "ferry.consumer";
 };
@@ -126,36 +127,55 @@ void release_destination(consumer_ptr self, pinned_ptr block) {
   self->state.ctx.reader->recycle(std::move(block));
 }
 
+/// The copy-out is done: the bytes are the caller's, the destination goes.
+void copied_out(consumer_ptr self, const std::shared_ptr<byte_buffer>& out) {
+  auto& st = self->state;
+  if (out)
+    st.buffer = std::move(*out);
+  release_destination(self, st.block);
+  apply(self, st.rules->on_get_done());
+}
+
 /// The GET's bytes, from its destination to where the caller wants them
 /// (get and get_into copy out, so the pool space returns at once), then
-/// the get is done. A large copy runs on the bulk copier (copy_then), not
-/// on this actor's thread.
+/// the get is done. A mid-size copy runs here a slice per message (other
+/// actors of this thread run between slices), a larger one on the bulk
+/// copier (copy_then): never a whole payload in one handler.
 void finish_get(consumer_ptr self, uint64_t len) {
   auto& st = self->state;
-  auto done = [self] { apply(self, self->state.rules->on_get_done()); };
   if (st.into != transfer::into::buffer && st.into != transfer::into::raw)
-    return done(); // the block is the result, or already the caller's writer
+    return apply(self, st.rules->on_get_done()); // the block is the result, or the writer
   auto block = st.block;
-  auto seq = st.get_seq;
   char* into = st.into == transfer::into::raw ? st.dest.data : nullptr;
   auto out = into ? nullptr : std::make_shared<byte_buffer>();
+  copy_job job{into, block->data(), len, block, out};
+  if (len >= bulk_copy_min && len <= sliced_copy_max) {
+    st.copying.emplace(std::move(job));
+    return self->send(self, copy_slice_atom::value, st.get_seq);
+  }
+  auto seq = st.get_seq;
   copy_then(
-    self, st.ctx.copier, copy_job{into, block->data(), len, block, out},
-    st.ctx.cfg.transfer_timeout,
+    self, st.ctx.copier, std::move(job), st.ctx.cfg.transfer_timeout,
     [=] {
       auto& st = self->state;
-      if (st.get_seq != seq || st.done)
-        return;
-      if (out)
-        st.buffer = std::move(*out);
-      release_destination(self, block);
-      done();
+      if (st.get_seq == seq && !st.done)
+        copied_out(self, out);
     },
     [=](caf::error& err) {
       auto& st = self->state;
       if (st.get_seq == seq && !st.done)
         apply(self, st.rules->on_error(std::move(err)));
     });
+}
+
+/// The next slice of a copy-out (finish_get).
+void copy_slice(consumer_ptr self) {
+  auto& st = self->state;
+  if (!st.copying->step())
+    return self->send(self, copy_slice_atom::value, st.get_seq);
+  auto out = st.copying->job().out;
+  st.copying.reset();
+  copied_out(self, out);
 }
 
 void run_get(consumer_ptr self, const rdma_descriptor& desc) {
@@ -367,6 +387,11 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
   if (auto* m = self->state.ctx.metrics)
     m->consumers_started->Increment();
   return {
+    [=](copy_slice_atom, uint64_t seq) {
+      auto& st = self->state;
+      if (seq == st.get_seq && !st.done && st.copying)
+        copy_slice(self);
+    },
     [=](tick_atom, uint64_t seq) {
       auto& st = self->state;
       if (seq == st.get_seq && !st.done && st.rules)
