@@ -8,10 +8,12 @@
 #include <cstdlib>
 #include <mutex>
 #include <random>
+#include <set>
 #include <thread>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
+#include <caf/io/middleman_actor.hpp>
 #include <prometheus/exposer.h>
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
@@ -246,12 +248,40 @@ caf::expected<peer_hello> node::connect(const std::string& endpoint) {
   return connect(ep->first, ep->second);
 }
 
+/// The gateway published at host:port, within `timeout`. (The middleman's
+/// own remote_actor waits without a bound, and for minutes when the port
+/// publishes something that is not a gateway.)
+caf::expected<gateway_actor> node::dial_gateway(const std::string& host, uint16_t port) {
+  auto where = host + ":" + std::to_string(port);
+  caf::scoped_actor self{*sys_};
+  caf::expected<gateway_actor> result = make_error(errc::timeout);
+  self
+    ->request(sys_->middleman().actor_handle(), cfg_.request_timeout(),
+              caf::connect_atom::value, host, port)
+    .receive(
+      [&](const caf::node_id&, caf::strong_actor_ptr& remote,
+          const std::set<std::string>& ifs) {
+        if (!remote)
+          result = make_error(errc::io_error, "nothing is published at " + where);
+        else if (ifs != sys_->message_types<gateway_actor>())
+          result = make_error(errc::io_error,
+                              "the actor published at " + where
+                                + " is not a ferry node's gateway");
+        else
+          result = caf::actor_cast<gateway_actor>(std::move(remote));
+      },
+      [&](caf::error& err) {
+        result = make_error(err == caf::sec::request_timeout ? errc::timeout
+                                                             : errc::io_error,
+                            "cannot connect to " + where + ": " + sys_->render(err));
+      });
+  return result;
+}
+
 caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) {
-  auto remote = sys_->middleman().remote_actor<gateway_actor>(host, port);
+  auto remote = dial_gateway(host, port);
   if (!remote)
-    return make_error(errc::io_error, "cannot connect to " + host + ":"
-                                        + std::to_string(port) + ": "
-                                        + sys_->render(remote.error()));
+    return remote.error();
   peer_hello mine;
   mine.worker_id = worker_id_;
   mine.incarnation = incarnation_;

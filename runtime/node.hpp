@@ -97,6 +97,7 @@ private:
   struct caf_config;
 
   void start_ucx();
+  caf::expected<gateway_actor> dial_gateway(const std::string& host, uint16_t port);
   void destroy_system(std::chrono::milliseconds bound);
   void drain_rdma();
   peer_hello hello() const;

@@ -5,6 +5,11 @@
 // books return to their baseline.
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstring>
 #include <thread>
@@ -362,4 +367,39 @@ TEST_F(HostileTruncatingOwner, AShortChunkFailsTheGet) {
   EXPECT_TRUE(is(got.error(), errc::protocol_violation)) << describe(got.error());
   EXPECT_NE(describe(got.error()).find("has 100 bytes"), std::string::npos)
     << describe(got.error());
+}
+
+TEST(HostileEndpoint, ConnectingToWhatIsNoGatewayFailsWithinTheRequestTimeout) {
+  // A plain CAF system publishes an ordinary actor, and a socket accepts
+  // connections and never says a word: neither is a ferry node.
+  plain_config cfg;
+  caf::actor_system sys{cfg};
+  auto plain = sys.spawn([](caf::event_based_actor*, int) { return caf::behavior{[](int) {}}; },
+                         0);
+  auto published = sys.middleman().publish(plain, 0, "127.0.0.1");
+  ASSERT_TRUE(published) << sys.render(published.error());
+  int silent = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(silent, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(silent, 4), 0);
+  socklen_t len = sizeof(addr);
+  ::getsockname(silent, reinterpret_cast<sockaddr*>(&addr), &len);
+  node_config nc;
+  nc.listen = false;
+  nc.request_timeout_ms = 1000;
+  node n{nc};
+  ASSERT_FALSE(n.start());
+  auto wrong = n.connect("127.0.0.1", *published);
+  ASSERT_FALSE(wrong);
+  EXPECT_NE(describe(wrong.error()).find("not a ferry node's gateway"), std::string::npos)
+    << describe(wrong.error());
+  auto mute = n.connect("127.0.0.1", ntohs(addr.sin_port));
+  ASSERT_FALSE(mute);
+  EXPECT_NE(describe(mute.error()).find("cannot connect"), std::string::npos)
+    << describe(mute.error());
+  n.stop();
+  ::close(silent);
+  caf::anon_send_exit(plain, caf::exit_reason::user_shutdown);
 }

@@ -10,6 +10,8 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <filesystem>
+#include <mutex>
 #include <cstring>
 #include <fstream>
 #include <sstream>
@@ -29,11 +31,37 @@ std::string ferry_bin() {
   return p;
 }
 
+namespace {
+
+/// The directories temp_dir made, removed when the test binary exits
+/// (kept with FERRY_KEEP_TEST_DIRS=1, to read a failed test's logs).
+struct temp_dirs {
+  std::mutex mx;
+  std::vector<std::string> made;
+  ~temp_dirs() {
+    if (std::getenv("FERRY_KEEP_TEST_DIRS") != nullptr)
+      return;
+    std::error_code ignored;
+    for (const auto& d : made)
+      std::filesystem::remove_all(d, ignored);
+  }
+};
+
+temp_dirs& made_dirs() {
+  static temp_dirs dirs;
+  return dirs;
+}
+
+} // namespace
+
 std::string temp_dir() {
   char tmpl[] = "/tmp/ferry-test-XXXXXX";
   auto d = mkdtemp(tmpl);
   if (d == nullptr)
     throw std::runtime_error("mkdtemp failed");
+  auto& dirs = made_dirs();
+  std::lock_guard<std::mutex> guard{dirs.mx};
+  dirs.made.emplace_back(d);
   return d;
 }
 
