@@ -41,11 +41,15 @@ struct consumer_state {
   byte_buffer buffer;
   const chunk_bytes* chunk = nullptr; // the chunk being handled
   std::optional<sliced_copy> copying;  // a GET's copy-out, a slice per message
+  std::optional<transfer::send_hold> hold_later; // handed to the service
   bool done = false;
   static inline const char* name = "ferry.consumer";
 };
 
 using consumer_ptr = caf::stateful_actor<consumer_state>*;
+
+/// A hold due sooner than this goes out at once (deferring it saves nothing).
+constexpr std::chrono::milliseconds min_hold_deferral{20};
 
 void apply(consumer_ptr self, transfer::commands cmds);
 
@@ -66,12 +70,19 @@ void recycle(consumer_ptr self) {
   // terminating actor drops them all). A reused consumer drops them here,
   // or every get would leave its acquire's, GET's and pulls' timers behind.
   self->home_system().clock().cancel_timeouts(self);
+  auto hold = st.hold_later;
+  auto handle = st.handle;
+  auto owner = caf::actor_cast<caf::actor>(st.owner);
   consumer_state fresh;
   fresh.ctx = std::move(st.ctx);
   fresh.get_seq = st.get_seq;
   st = std::move(fresh);
-  self->send(st.ctx.recycle_to, consumer_idle_atom::value,
-             caf::actor_cast<caf::actor>(self));
+  auto me = caf::actor_cast<caf::actor>(self);
+  if (hold) // the service sends it when due, unless the caller ends the lease
+    self->send(st.ctx.recycle_to, consumer_idle_atom::value, me, handle,
+               hold->lease_id, owner, static_cast<uint64_t>(hold->within.count()));
+  else
+    self->send(st.ctx.recycle_to, consumer_idle_atom::value, me);
 }
 
 void deliver(consumer_ptr self, const transfer::deliver& d) {
@@ -91,7 +102,7 @@ void deliver(consumer_ptr self, const transfer::deliver& d) {
     default:
       st.rp.deliver(d.total_len, d.lease_id);
   }
-  recycle(self);
+  // recycle() follows once apply() ran the commands after this one (the hold).
 }
 
 void fail(consumer_ptr self, caf::error err) {
@@ -136,6 +147,16 @@ void copied_out(consumer_ptr self, const std::shared_ptr<byte_buffer>& out) {
   apply(self, st.rules->on_get_done());
 }
 
+/// The next slice of a copy-out (finish_get).
+void copy_slice(consumer_ptr self) {
+  auto& st = self->state;
+  if (!st.copying->step())
+    return self->send(self, copy_slice_atom::value, st.get_seq);
+  auto out = st.copying->job().out;
+  st.copying.reset();
+  copied_out(self, out);
+}
+
 /// The GET's bytes, from its destination to where the caller wants them
 /// (get and get_into copy out, so the pool space returns at once), then
 /// the get is done. A mid-size copy runs here a slice per message (other
@@ -151,7 +172,7 @@ void finish_get(consumer_ptr self, uint64_t len) {
   copy_job job{into, block->data(), len, block, out};
   if (len >= bulk_copy_min && len <= sliced_copy_max) {
     st.copying.emplace(std::move(job));
-    return self->send(self, copy_slice_atom::value, st.get_seq);
+    return copy_slice(self); // the first slice at once (up to 4 MiB: all of it)
   }
   auto seq = st.get_seq;
   copy_then(
@@ -168,15 +189,6 @@ void finish_get(consumer_ptr self, uint64_t len) {
     });
 }
 
-/// The next slice of a copy-out (finish_get).
-void copy_slice(consumer_ptr self) {
-  auto& st = self->state;
-  if (!st.copying->step())
-    return self->send(self, copy_slice_atom::value, st.get_seq);
-  auto out = st.copying->job().out;
-  st.copying.reset();
-  copied_out(self, out);
-}
 
 void run_get(consumer_ptr self, const rdma_descriptor& desc) {
   auto& st = self->state;
@@ -278,10 +290,12 @@ void tell_owner(consumer_ptr self, Atom atom, const Body& body) {
 }
 
 void apply(consumer_ptr self, transfer::commands cmds) {
+  bool delivered = false;
   for (auto& cmd : cmds) {
     auto& st = self->state;
-    if (st.done)
-      return;
+    // After the answer only the hold still goes out (transfer::finish).
+    if (st.done && !(delivered && std::holds_alternative<transfer::send_hold>(cmd)))
+      break;
     std::visit(
       [&](auto& c) {
         using T = std::decay_t<decltype(c)>;
@@ -302,8 +316,16 @@ void apply(consumer_ptr self, transfer::commands cmds) {
           tell_owner(self, rv_detach_atom::value,
                      rv_detach_request{st.handle, c.lease_id});
         } else if constexpr (std::is_same_v<T, transfer::send_hold>) {
-          tell_owner(self, rv_lease_renew_atom::value,
-                     rv_lease_renew_request{st.handle, c.lease_id, true});
+          // Deferred through the consumer service when the bound allows
+          // (most callers end the lease sooner: no message at all).
+          if (st.ctx.recycle_to && c.within >= min_hold_deferral) {
+            st.hold_later = c;
+          } else {
+            tell_owner(self, rv_lease_renew_atom::value,
+                       rv_lease_renew_request{st.handle, c.lease_id, true});
+            if (auto* m = st.ctx.metrics)
+              m->holds_sent->Increment();
+          }
         } else if constexpr (std::is_same_v<T, transfer::reserve>) {
           try {
             // Room only: in-order chunks are appended (place_at), not zeroed.
@@ -320,6 +342,7 @@ void apply(consumer_ptr self, transfer::commands cmds) {
             m->paths->count(c.path, c.reason);
         } else if constexpr (std::is_same_v<T, transfer::deliver>) {
           deliver(self, c);
+          delivered = true;
         } else {
           static_assert(std::is_same_v<T, transfer::fail>);
           fail(self, std::move(c.error));
@@ -327,6 +350,8 @@ void apply(consumer_ptr self, transfer::commands cmds) {
       },
       cmd);
   }
+  if (delivered)
+    recycle(self);
 }
 
 void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {

@@ -29,6 +29,13 @@ consumer_metrics::consumer_metrics(prometheus::Registry& r, path_metrics& p)
                                "finished cleanly serves the next get")
                          .Register(r)
                          .Add({});
+  auto& holds = prometheus::BuildCounter()
+                  .Name("ferry_rendezvous_gets_held_total")
+                  .Help("Finished GETs whose lease hold was sent to the owner, or "
+                        "dropped because the caller ended the lease first")
+                  .Register(r);
+  holds_sent = &holds.Add({{"outcome", "sent"}});
+  holds_dropped = &holds.Add({{"outcome", "dropped"}});
 }
 
 } // namespace ferry

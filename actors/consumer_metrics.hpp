@@ -19,6 +19,10 @@ struct consumer_metrics {
   prometheus::Counter* gets_ok;        // ferry_rendezvous_gets_total{result="ok"}
   prometheus::Counter* gets_failed;    // ferry_rendezvous_gets_total{result="error"}
   prometheus::Counter* consumers_started; // ferry_rendezvous_consumers_started_total
+  // ferry_rendezvous_gets_held_total{outcome}: a finished GET's hold "sent"
+  // to its owner, or "dropped" (the caller ended the lease before it was due)
+  prometheus::Counter* holds_sent;
+  prometheus::Counter* holds_dropped;
 };
 
 } // namespace ferry

@@ -1,12 +1,16 @@
 #include "actors/consumer_service.hpp"
 
+#include <optional>
 #include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/stateful_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
+#include <prometheus/counter.h>
 
+#include "actors/consumer_metrics.hpp"
+#include "actors/deferred_holds.hpp"
 #include "actors/owner_lookup.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rv_messages.hpp"
@@ -19,12 +23,24 @@ namespace {
 /// concurrent gets spawns more; those beyond it quit when done).
 constexpr size_t max_idle_consumers = 8;
 
+/// Tells an owner to hold a finished GET's lease with no deadline.
+void send_hold(const deferred_holds::entry& e, consumer_metrics* m) {
+  if (m)
+    m->holds_sent->Increment();
+  caf::anon_send(caf::actor_cast<owner_actor>(e.owner), rv_lease_renew_atom::value,
+                 encode(rv_lease_renew_request{e.handle, e.lease_id, true}));
+}
+
 struct service_state {
   consumer_context ctx;
   std::vector<caf::actor> idle; // consumers that finished cleanly
+  deferred_holds holds;
+  std::optional<deferred_holds::clock_type::time_point> tick_for; // armed timer
   ~service_state() {
     for (auto& c : idle)
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
+    for (auto& e : holds.take_all()) // stopping: every hold goes now
+      send_hold(e, ctx.metrics);
   }
   static inline const char* name = "ferry.consumer_service";
 };
@@ -40,6 +56,30 @@ caf::actor take_consumer(service_ptr self) {
     return c;
   }
   return spawn_consumer(self->system(), self->state.ctx);
+}
+
+void keep_idle(service_ptr self, caf::actor& c) {
+  if (self->state.idle.size() < max_idle_consumers)
+    self->state.idle.push_back(std::move(c));
+  else
+    self->send_exit(c, caf::exit_reason::user_shutdown);
+}
+
+/// The caller ends the lease: a hold still waiting for it is not sent.
+void drop_hold(service_ptr self, const data_handle& h, uint64_t lease) {
+  auto* m = self->state.ctx.metrics;
+  if (self->state.holds.cancel(h, lease) && m)
+    m->holds_dropped->Increment();
+}
+
+/// Arms the hold timer for `due` unless it already fires by then.
+void arm_holds(service_ptr self, deferred_holds::clock_type::time_point due) {
+  auto& st = self->state;
+  if (st.tick_for && *st.tick_for <= due)
+    return;
+  auto now = self->clock().now();
+  self->delayed_send(self, due > now ? due - now : caf::timespan{0}, tick_atom::value);
+  st.tick_for = due;
 }
 
 /// Resolves the owner of `h`, then sends it one control call whose JSON
@@ -63,11 +103,21 @@ consumer_service_actor::behavior_type service(service_ptr self,
   self->state.ctx = std::move(ctx);
   self->state.ctx.recycle_to = caf::actor_cast<caf::actor>(self);
   return {
-    [=](consumer_idle_atom, caf::actor& c) {
-      if (self->state.idle.size() < max_idle_consumers)
-        self->state.idle.push_back(std::move(c));
-      else
-        self->send_exit(c, caf::exit_reason::user_shutdown);
+    [=](consumer_idle_atom, caf::actor& c) { keep_idle(self, c); },
+    [=](consumer_idle_atom, caf::actor& c, const data_handle& h, uint64_t lease,
+        caf::actor& owner, uint64_t within_ms) {
+      keep_idle(self, c);
+      auto due = self->clock().now() + std::chrono::milliseconds{within_ms};
+      self->state.holds.add({h, lease, std::move(owner), due});
+      arm_holds(self, due);
+    },
+    [=](tick_atom) {
+      auto& st = self->state;
+      st.tick_for.reset();
+      for (auto& e : st.holds.take_due(self->clock().now()))
+        send_hold(e, st.ctx.metrics);
+      if (auto next = st.holds.next_due())
+        arm_holds(self, *next);
     },
     [=](get_atom, const data_handle& h) {
       auto rp = self->make_response_promise<byte_buffer, uint64_t>();
@@ -123,6 +173,7 @@ consumer_service_actor::behavior_type service(service_ptr self,
       return rp;
     },
     [=](detach_atom, const data_handle& h, uint64_t lease) {
+      drop_hold(self, h, lease);
       auto rp = self->make_response_promise<caf::ok_atom>();
       call_owner(self, rp, h, rv_detach_atom::value,
                  rv_detach_request{h, lease},
@@ -132,6 +183,7 @@ consumer_service_actor::behavior_type service(service_ptr self,
       return rp;
     },
     [=](release_atom, const data_handle& h, uint64_t lease) {
+      drop_hold(self, h, lease);
       auto rp = self->make_response_promise<uint64_t, bool>();
       call_owner(self, rp, h, rv_release_atom::value,
                  rv_release_request{h, lease},

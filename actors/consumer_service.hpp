@@ -1,7 +1,9 @@
 // consumer_service: a node's local entry point for the consumer side of the
 // handle API. Worker actors and the blocking client talk to it; it spawns one
 // consumer per get and forwards the small calls (metadata, ref, detach,
-// release) to the handle's owner with a bounded timeout.
+// release) to the handle's owner with a bounded timeout. It keeps the holds
+// of finished GETs until they are due (deferred_holds) and drops the one of a
+// lease its caller ends first.
 // Must never: be sent across nodes (get_into carries a raw local pointer).
 #pragma once
 
@@ -42,7 +44,14 @@ using consumer_service_actor = caf::typed_actor<
   // The refcount left and whether the owner freed the slot.
   caf::replies_to<release_atom, data_handle, uint64_t>::with<uint64_t, bool>,
   // From a consumer that finished a get cleanly: keep it for the next one.
-  caf::reacts_to<consumer_idle_atom, caf::actor>>;
+  caf::reacts_to<consumer_idle_atom, caf::actor>,
+  // The same after a GET, with the hold it leaves to the service
+  // (actors/deferred_holds.hpp): (consumer, handle, lease id, owner,
+  // within_ms).
+  caf::reacts_to<consumer_idle_atom, caf::actor, data_handle, uint64_t, caf::actor,
+                 uint64_t>,
+  // Sends the deferred holds that are due.
+  caf::reacts_to<tick_atom>>;
 
 consumer_service_actor spawn_consumer_service(caf::actor_system& sys,
                                               consumer_context ctx);

@@ -271,11 +271,15 @@ transfer::commands transfer::finish(bool by_rdma) {
   phase_ = phase::done;
   renewing_ = false;
   // The owner holds a chunked lease with no deadline by itself once it
-  // served the last chunk; of a GET it knows nothing, so it is told, before
-  // the answer goes out (and so before any release).
+  // served the last chunk; of a GET it knows nothing, so it is told, right
+  // after the answer goes out (the answer waits for nothing; a release or
+  // detach that overtakes the hold has ended the lease, and the hold then
+  // finds none and changes nothing).
   if (!by_rdma)
     return {deliver{total_len_, lease_id_, false}};
-  return {send_hold{lease_id_}, deliver{total_len_, lease_id_, true}};
+  // Half a renewal period (a quarter of the lease timeout) is well inside
+  // the deadline the last renewal left.
+  return {deliver{total_len_, lease_id_, true}, send_hold{lease_id_, renew_period_ / 2}};
 }
 
 transfer::commands transfer::failed(caf::error err, bool detach) {

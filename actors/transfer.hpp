@@ -12,7 +12,7 @@
 // - The offer comes from local facts only (a registry, the kill switch off,
 //   the owner registered on UCX); each missing fact is counted.
 // - Every acquire asks for a lease deadline; a finished GET tells the owner
-//   to hold its lease with none (hold) before it delivers (the owner does so
+//   to hold its lease with none (hold) right after it delivers (the owner does so
 //   by itself for a chunked lease once it served the last chunk).
 // - Sizes from the owner are checked before anything is allocated: the
 //   chunk layout, staged_payload_max, and the caller's room.
@@ -80,7 +80,10 @@ public:
   struct send_renew { uint64_t lease_id; };
   struct send_detach { uint64_t lease_id; };
   /// The transfer is done: the lease is held with no deadline from now on.
-  struct send_hold { uint64_t lease_id; };
+  /// The owner must have it `within` (0: at once), a quarter of the lease
+  /// timeout, inside the deadline the last renewal left; the shell may wait
+  /// that long and drop the hold if the caller ended the lease first.
+  struct send_hold { uint64_t lease_id; std::chrono::milliseconds within{0}; };
   /// Buffer mode: reserve room for the whole payload (chunks append).
   struct reserve { uint64_t bytes; };
   /// Write the chunk just received at `offset` of the destination.

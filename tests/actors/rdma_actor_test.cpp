@@ -129,8 +129,12 @@ TEST_F(ActorRdma, GetReadsTheOwnersRegisteredBytesAndHoldsTheLease) {
   EXPECT_EQ(reader->recycled(), 1u); // the destination, once copied out
   EXPECT_EQ(remote_om.chunks_served->Value(), 0);
   EXPECT_EQ(path(transfer_path::rdma, path_reason::ok), 1);
-  // The finished GET's lease is held: ten lease timeouts later it is still
-  // there, and releasing it frees the slot.
+  // The finished GET's lease is held: its hold goes a quarter of the lease
+  // timeout later, and ten lease timeouts on it is still there; releasing
+  // it frees the slot.
+  EXPECT_EQ(cm.holds_sent->Value(), 0); // deferred
+  advance(rdma_lease / 4);
+  EXPECT_EQ(cm.holds_sent->Value(), 1);
   advance(10 * rdma_lease);
   EXPECT_EQ(remote_om.leases_expired->Value(), 0);
   EXPECT_TRUE(remote_has("\"leases\":1")) << remote_stat();
@@ -138,6 +142,20 @@ TEST_F(ActorRdma, GetReadsTheOwnersRegisteredBytesAndHoldsTheLease) {
                                   std::get<1>(*r.values));
   ASSERT_TRUE(rel.values) << describe(rel.error);
   EXPECT_TRUE(std::get<1>(*rel.values));
+  EXPECT_TRUE(remote_has("\"slots\":0")) << remote_stat();
+}
+
+TEST_F(ActorRdma, ALeaseReleasedBeforeItsHoldIsDueSendsNoHold) {
+  auto h = stage_pinned(2 * chunk);
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(r.values) << describe(r.error);
+  auto rel = call<uint64_t, bool>(ctx->consumer, release_atom::value, h,
+                                  std::get<1>(*r.values));
+  ASSERT_TRUE(rel.values) << describe(rel.error);
+  EXPECT_TRUE(std::get<1>(*rel.values));
+  advance(rdma_lease);
+  EXPECT_EQ(cm.holds_dropped->Value(), 1);
+  EXPECT_EQ(cm.holds_sent->Value(), 0);
   EXPECT_TRUE(remote_has("\"slots\":0")) << remote_stat();
 }
 
