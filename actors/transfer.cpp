@@ -189,7 +189,9 @@ transfer::commands transfer::on_get_failed(bool abandoned) {
   if (abandoned && p_.dest == into::pinned_writer)
     return failed(make_error(errc::get_abandoned,
                              "the GET into the caller's registered writer did not "
-                             "finish and UCX may still write it; it is not reused"));
+                             "finish and UCX may still write it: drop that writer "
+                             "(ferry keeps its memory until UCX lets go of it) and "
+                             "get again into a fresh one, or with get or get_pinned"));
   return fall_back(path_reason::get_failed);
 }
 
