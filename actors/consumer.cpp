@@ -48,8 +48,11 @@ struct consumer_state {
 
 using consumer_ptr = caf::stateful_actor<consumer_state>*;
 
-/// A hold due sooner than this goes out at once (deferring it saves nothing).
-constexpr std::chrono::milliseconds min_hold_deferral{20};
+/// A hold that must reach the owner sooner than this goes out at once: a
+/// late hold loses the lease (and, on the RDMA path, a reference), so a
+/// deferred one keeps at least this much margin (a lease timeout of 4 s or
+/// more; the default is 30 s).
+constexpr std::chrono::milliseconds min_hold_deferral{1000};
 
 void apply(consumer_ptr self, transfer::commands cmds);
 

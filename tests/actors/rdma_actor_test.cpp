@@ -29,7 +29,7 @@ fake_rdma_faults faults_where(F set) {
 }
 
 constexpr uint64_t remote = 8; // the owner the consumer GETs from
-constexpr auto rdma_lease = 1000ms;
+constexpr auto rdma_lease = 4000ms; // a hold is deferred from 4 s on
 
 struct ActorRdma : ferry::test::ActorFixture {
   ActorRdma() : remote_paths(remote_registry), remote_om(remote_registry, remote_paths) {
@@ -66,7 +66,7 @@ struct ActorRdma : ferry::test::ActorFixture {
     cc.reader = reader;
     cc.cfg.rdma_configured = true;
     cc.cfg.request_timeout = 1s;
-    cc.cfg.transfer_timeout = 5s;
+    cc.cfg.transfer_timeout = 20s;
     tweak(cc.cfg);
     ctx->consumer = spawn_consumer_service(sys, cc);
     sched.run();
@@ -189,9 +189,9 @@ TEST_F(ActorRdma, AGetThatNeverAnswersEndsAtItsTimeoutWithTheLeaseRenewed) {
   auto h = stage_pinned(2 * chunk);
   auto pending = start_call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
   ASSERT_FALSE(pending->done());
-  // Four lease timeouts pass while the GET hangs: the renewals keep the
-  // lease, and the transfer timeout (5 s) ends the GET with a fallback.
-  advance(5s + 100ms);
+  // Five lease timeouts pass while the GET hangs: the renewals keep the
+  // lease, and the transfer timeout (20 s) ends the GET with a fallback.
+  advance(20s + 100ms);
   ASSERT_TRUE(pending->done());
   ASSERT_TRUE(pending->values) << describe(pending->error);
   expect_bytes(std::get<0>(*pending->values).data(), 2 * chunk);
