@@ -4,15 +4,18 @@
 
 namespace ferry {
 
-caf::error check_hello(const peer_hello& h) {
+namespace {
+
+caf::error refuse(std::string why) {
+  return make_error(errc::protocol_violation, "hello refused: " + std::move(why));
+}
+
+} // namespace
+
+caf::error check_hello_fields(const peer_hello& h) {
   using limits = peer_hello_limits;
-  auto refuse = [](std::string why) {
-    return make_error(errc::protocol_violation, "hello refused: " + std::move(why));
-  };
   if (h.worker_id == 0)
     return refuse("worker id 0");
-  if (!h.gateway)
-    return refuse("no gateway actor");
   if (h.ucx_address.size() > limits::max_ucx_address)
     return refuse("UCX address of " + std::to_string(h.ucx_address.size())
                   + " bytes (at most " + std::to_string(limits::max_ucx_address) + ")");
@@ -24,6 +27,12 @@ caf::error check_hello(const peer_hello& h) {
     if (c.size() > limits::max_name)
       return refuse("a capability name of " + std::to_string(c.size()) + " bytes");
   return caf::none;
+}
+
+caf::error check_hello(const peer_hello& h) {
+  if (h.worker_id != 0 && !h.gateway)
+    return refuse("no gateway actor");
+  return check_hello_fields(h);
 }
 
 } // namespace ferry

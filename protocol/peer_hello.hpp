@@ -12,6 +12,8 @@
 #include <caf/error.hpp>
 #include <caf/meta/type_name.hpp>
 
+#include "protocol/bounded_bytes.hpp"
+
 namespace ferry {
 
 struct peer_hello {
@@ -37,10 +39,16 @@ struct peer_hello_limits {
 /// list); none for a hello that may be registered.
 caf::error check_hello(const peer_hello& h);
 
+/// The same checks without the actor handles (what the fuzz target can
+/// decode without an actor system).
+caf::error check_hello_fields(const peer_hello& h);
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, peer_hello& x) {
+  // The UCX address loads with its bound (CAF would allocate any stated size).
+  bounded_bytes address{x.ucx_address, peer_hello_limits::max_ucx_address};
   return f(caf::meta::type_name("ferry::peer_hello"), x.worker_id,
-           x.incarnation, x.capabilities, x.ucx_address, x.host, x.port,
+           x.incarnation, x.capabilities, address, x.host, x.port,
            x.gateway, x.owner);
 }
 

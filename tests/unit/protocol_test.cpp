@@ -379,3 +379,30 @@ TEST_F(ProtocolChunk, ALengthPrefixWrittenLongerThanNeededStillLoads) {
   EXPECT_EQ(c.size(), 0u);
   EXPECT_EQ(source.remaining(), 0u);
 }
+
+TEST(ProtocolHello, AStatedUcxAddressLengthIsBoundedBeforeAnyAllocation) {
+  // A hello stating a 4 GiB UCX address in a few bytes: CAF alone would
+  // resize the vector to 4 GiB before failing (fuzz_hello found it).
+  std::vector<char> wire;
+  caf::binary_serializer sink{static_cast<caf::execution_unit*>(nullptr), wire};
+  uint64_t worker = 5, incarnation = 1;
+  std::vector<std::string> caps;
+  size_t huge = size_t{1} << 32;
+  ASSERT_FALSE(sink(worker, incarnation, caps));
+  ASSERT_FALSE(sink.begin_sequence(huge));
+  peer_hello hello;
+  caf::binary_deserializer source{static_cast<caf::execution_unit*>(nullptr), wire};
+  auto err = source(hello);
+  ASSERT_TRUE(err);
+  EXPECT_TRUE(hello.ucx_address.empty());
+  // Under the bound but past the message's bytes: refused as well.
+  std::vector<char> short_wire;
+  caf::binary_serializer short_sink{static_cast<caf::execution_unit*>(nullptr), short_wire};
+  size_t stated = 1000;
+  ASSERT_FALSE(short_sink(worker, incarnation, caps));
+  ASSERT_FALSE(short_sink.begin_sequence(stated));
+  caf::binary_deserializer short_source{static_cast<caf::execution_unit*>(nullptr),
+                                        short_wire};
+  EXPECT_TRUE(short_source(hello));
+  EXPECT_TRUE(hello.ucx_address.empty());
+}

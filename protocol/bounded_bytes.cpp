@@ -1,0 +1,40 @@
+#include "protocol/bounded_bytes.hpp"
+
+#include <string>
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/sec.hpp>
+
+namespace ferry {
+
+caf::error bounded_bytes::save(caf::serializer& sink) const {
+  auto n = bytes.size();
+  if (auto err = sink.begin_sequence(n))
+    return err;
+  if (n > 0)
+    if (auto err = sink.apply_raw(n, bytes.data()))
+      return err;
+  return sink.end_sequence();
+}
+
+caf::error bounded_bytes::load(caf::deserializer& source) {
+  size_t n = 0;
+  if (auto err = source.begin_sequence(n))
+    return err;
+  if (n > max)
+    return caf::make_error(caf::sec::invalid_argument,
+                           "a field states " + std::to_string(n)
+                             + " bytes, at most " + std::to_string(max) + " allowed");
+  if (auto* binary = dynamic_cast<caf::binary_deserializer*>(&source);
+      binary && n > binary->remaining())
+    return caf::make_error(caf::sec::end_of_stream,
+                           "a field states " + std::to_string(n) + " bytes, "
+                             + std::to_string(binary->remaining()) + " remain");
+  bytes.resize(n);
+  if (n > 0)
+    if (auto err = source.apply_raw(n, bytes.data()))
+      return err;
+  return source.end_sequence();
+}
+
+} // namespace ferry
