@@ -36,6 +36,7 @@ struct consumer_state {
   // Where the bytes go (see transfer::into): a fresh buffer, a caller's
   // memory, a pool block returned as it is, or a caller's registered block.
   transfer::into into = transfer::into::buffer;
+  bool single_use = false; // fetch: the bytes only, the handle released
   mutable_bytes dest;
   pinned_ptr block; // the result block, the caller's writer, or a GET's destination
   byte_buffer buffer;
@@ -97,7 +98,10 @@ void deliver(consumer_ptr self, const transfer::deliver& d) {
   }
   switch (st.into) {
     case transfer::into::buffer:
-      st.rp.deliver(std::move(st.buffer), d.lease_id);
+      if (st.single_use)
+        st.rp.deliver(std::move(st.buffer));
+      else
+        st.rp.deliver(std::move(st.buffer), d.lease_id);
       break;
     case transfer::into::pinned_result:
       st.rp.deliver(std::move(st.block), d.total_len, d.lease_id);
@@ -296,8 +300,11 @@ void apply(consumer_ptr self, transfer::commands cmds) {
   bool delivered = false;
   for (auto& cmd : cmds) {
     auto& st = self->state;
-    // After the answer only the hold still goes out (transfer::finish).
-    if (st.done && !(delivered && std::holds_alternative<transfer::send_hold>(cmd)))
+    // After the answer only the hold or the release still goes out
+    // (transfer::finish).
+    if (st.done
+        && !(delivered && (std::holds_alternative<transfer::send_hold>(cmd)
+                           || std::holds_alternative<transfer::send_release>(cmd))))
       break;
     std::visit(
       [&](auto& c) {
@@ -318,6 +325,9 @@ void apply(consumer_ptr self, transfer::commands cmds) {
         } else if constexpr (std::is_same_v<T, transfer::send_detach>) {
           tell_owner(self, rv_detach_atom::value,
                      rv_detach_request{st.handle, c.lease_id});
+        } else if constexpr (std::is_same_v<T, transfer::send_release>) {
+          tell_owner(self, rv_release_atom::value,
+                     rv_release_request{st.handle, c.lease_id});
         } else if constexpr (std::is_same_v<T, transfer::send_hold>) {
           // Deferred through the consumer service when the bound allows
           // (most callers end the lease sooner: no message at all).
@@ -375,6 +385,7 @@ void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {
   p.ucx_peer = ucx_peer;
   p.staged_payload_max = cfg.staged_payload_max;
   p.pull_window = cfg.pull_window;
+  p.single_use = st.single_use;
   // A chunked lease is renewed by each pull, and a pull answers or fails
   // the get within request_timeout, so twice that never ends a live one.
   p.lease = std::max(cfg.transfer_lease, 2 * cfg.request_timeout);
@@ -427,6 +438,12 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
     },
     [=](get_atom, const data_handle& h) {
       self->state.rp = self->make_response_promise();
+      start(self, h);
+      return self->state.rp;
+    },
+    [=](fetch_atom, const data_handle& h) {
+      self->state.rp = self->make_response_promise();
+      self->state.single_use = true;
       start(self, h);
       return self->state.rp;
     },

@@ -123,6 +123,10 @@ consumer_service_actor::behavior_type service(service_ptr self,
       auto rp = self->make_response_promise<byte_buffer, uint64_t>();
       return rp.delegate(take_consumer(self), get_atom::value, h);
     },
+    [=](fetch_atom, const data_handle& h) {
+      auto rp = self->make_response_promise<byte_buffer>();
+      return rp.delegate(take_consumer(self), fetch_atom::value, h);
+    },
     [=](get_into_atom, const data_handle& h, mutable_bytes dest) {
       auto rp = self->make_response_promise<uint64_t, uint64_t>();
       return rp.delegate(take_consumer(self), get_into_atom::value, h, dest);

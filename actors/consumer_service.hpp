@@ -23,6 +23,9 @@ namespace ferry {
 using consumer_service_actor = caf::typed_actor<
   // Bytes and the lease id; the caller ends with detach or release.
   caf::replies_to<get_atom, data_handle>::with<byte_buffer, uint64_t>,
+  // The bytes of a single-use handle (a transparently staged payload):
+  // the handle is released once they are in, or when the get fails.
+  caf::replies_to<fetch_atom, data_handle>::with<byte_buffer>,
   // Bytes written into the caller's buffer and the lease id.
   caf::replies_to<get_into_atom, data_handle, mutable_bytes>::with<uint64_t,
                                                                    uint64_t>,

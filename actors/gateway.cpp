@@ -35,6 +35,7 @@ peer_hello own_hello(gateway_ptr self) {
   h.port = self->state.params.port->load();
   h.gateway = caf::actor_cast<caf::actor>(self);
   h.owner = caf::actor_cast<caf::actor>(self->state.params.node->owner);
+  h.messenger = self->state.params.node->messenger;
   return h;
 }
 
@@ -58,7 +59,8 @@ void add_peer(gateway_ptr self, const peer_hello& peer) {
   }
   if (auto& dir = self->state.params.directory)
     dir->put(peer.worker_id,
-             {peer.owner, self->state.ucx_peers.count(peer.worker_id) > 0});
+             {peer.owner, self->state.ucx_peers.count(peer.worker_id) > 0,
+              peer.messenger});
 }
 
 nlohmann::json describe_peer(const peer_hello& p) {

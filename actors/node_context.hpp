@@ -1,5 +1,6 @@
 // node_context: the handles a worker actor on a node uses to reach ferry:
-// its owner (to stage bytes) and its consumer service (to pull them).
+// its owner (to stage bytes), its consumer service (to pull them) and its
+// messenger (named handlers across nodes).
 // Worker factories receive it when a gateway spawns them.
 #pragma once
 
@@ -23,6 +24,9 @@ struct node_context {
   uint64_t worker_id = 0;
   owner_actor owner;
   consumer_service_actor consumer;
+  // Named handlers: calls to other nodes' handlers, and binding this node's
+  // own (actors/messenger_interface.hpp).
+  caf::actor messenger;
   std::chrono::milliseconds request_timeout{10000};  // one request
   std::chrono::milliseconds transfer_timeout{300000}; // one whole transfer
 

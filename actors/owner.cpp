@@ -242,6 +242,60 @@ caf::expected<data_handle> stage_in_region(owner_ptr self,
   return h;
 }
 
+/// Stages bytes in registered memory (one copy, off this thread) when it
+/// can, else in plain memory with the reason counted. `may_map` false uses
+/// arenas already mapped only (transparent staging never maps one).
+caf::result<data_handle> stage_pinned(owner_ptr self, byte_buffer& bytes,
+                                      uint64_t ttl_ms, bool may_map) {
+  const auto& cfg = self->state.cfg;
+  // No UCX, nothing to GET, or shutting down: plain memory.
+  if (!cfg.rdma_configured || bytes.empty() || self->state.draining)
+    return stage_plain(self, std::move(bytes), ttl_ms);
+  if (!cfg.rdma_enabled) {
+    count_path(self, path_reason::kill_switch);
+    return stage_plain(self, std::move(bytes), ttl_ms);
+  }
+  auto rp = self->make_response_promise<data_handle>();
+  auto shared = std::make_shared<byte_buffer>(std::move(bytes));
+  self
+    ->request(self->state.rdma.pool, self->state.cfg.request_timeout,
+              pool_alloc_atom::value,
+              static_cast<uint64_t>(shared->size()), may_map)
+    .then(
+      [=](pinned_ptr& block) mutable {
+        auto stage = [=]() mutable {
+          std::optional<slot_store::duration> ttl;
+          if (ttl_ms > 0)
+            ttl = std::chrono::milliseconds{ttl_ms};
+          auto h = self->state.store.register_pinned(block, shared->size(),
+                                                     now(self), ttl);
+          arm_reaper_if_needed(self);
+          update_gauges(self);
+          rp.deliver(h);
+        };
+        // A large payload is copied off this thread; the job keeps the
+        // bytes and the block alive even if its answer comes too late.
+        auto keep = std::make_shared<std::pair<std::shared_ptr<byte_buffer>, pinned_ptr>>(
+          shared, block);
+        copy_then(
+          self, self->state.rdma.copier,
+          copy_job{block->data(), shared->data(), shared->size(), keep, nullptr},
+          self->state.cfg.transfer_timeout, stage,
+          [=](caf::error& err) mutable {
+            rp.deliver(make_error(errc::timeout,
+                                  "the copy into registered memory did "
+                                  "not finish: " + describe(err)));
+          });
+      },
+      [=](caf::error& err) mutable {
+        count_path(self, is(err, errc::budget_exhausted)
+                           ? path_reason::budget
+                           : path_reason::pool_exhausted);
+        rp.deliver(stage_plain(self, std::move(*shared), ttl_ms));
+      });
+  return rp;
+}
+
 owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
                                  owner_config cfg, owner_metrics* metrics,
                                  owner_rdma_links rdma) {
@@ -383,53 +437,11 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
     },
     [=](register_pinned_atom, byte_buffer& bytes,
         uint64_t ttl_ms) -> caf::result<data_handle> {
-      const auto& cfg = self->state.cfg;
-      // No UCX, nothing to GET, or shutting down: plain memory.
-      if (!cfg.rdma_configured || bytes.empty() || self->state.draining)
-        return stage_plain(self, std::move(bytes), ttl_ms);
-      if (!cfg.rdma_enabled) {
-        count_path(self, path_reason::kill_switch);
-        return stage_plain(self, std::move(bytes), ttl_ms);
-      }
-      auto rp = self->make_response_promise<data_handle>();
-      auto shared = std::make_shared<byte_buffer>(std::move(bytes));
-      self
-        ->request(self->state.rdma.pool, self->state.cfg.request_timeout,
-                  pool_alloc_atom::value,
-                  static_cast<uint64_t>(shared->size()), true)
-        .then(
-          [=](pinned_ptr& block) mutable {
-            auto stage = [=]() mutable {
-              std::optional<slot_store::duration> ttl;
-              if (ttl_ms > 0)
-                ttl = std::chrono::milliseconds{ttl_ms};
-              auto h = self->state.store.register_pinned(block, shared->size(),
-                                                         now(self), ttl);
-              arm_reaper_if_needed(self);
-              update_gauges(self);
-              rp.deliver(h);
-            };
-            // A large payload is copied off this thread; the job keeps the
-            // bytes and the block alive even if its answer comes too late.
-            auto keep = std::make_shared<std::pair<std::shared_ptr<byte_buffer>, pinned_ptr>>(
-              shared, block);
-            copy_then(
-              self, self->state.rdma.copier,
-              copy_job{block->data(), shared->data(), shared->size(), keep, nullptr},
-              self->state.cfg.transfer_timeout, stage,
-              [=](caf::error& err) mutable {
-                rp.deliver(make_error(errc::timeout,
-                                      "the copy into registered memory did "
-                                      "not finish: " + describe(err)));
-              });
-          },
-          [=](caf::error& err) mutable {
-            count_path(self, is(err, errc::budget_exhausted)
-                               ? path_reason::budget
-                               : path_reason::pool_exhausted);
-            rp.deliver(stage_plain(self, std::move(*shared), ttl_ms));
-          });
-      return rp;
+      return stage_pinned(self, bytes, ttl_ms, true);
+    },
+    [=](register_pinned_atom, byte_buffer& bytes, uint64_t ttl_ms,
+        bool may_map) -> caf::result<data_handle> {
+      return stage_pinned(self, bytes, ttl_ms, may_map);
     },
     [=](region_stage_atom, external_region_ptr& region, uint64_t offset,
         uint64_t len, uint64_t ttl_ms) -> caf::result<data_handle> {

@@ -32,6 +32,9 @@ using owner_actor = caf::typed_actor<
   // Stages bytes in registered memory (one copy) when it can, else in plain
   // memory with the reason counted; never fails.
   caf::replies_to<register_pinned_atom, byte_buffer, uint64_t>::with<data_handle>,
+  // The same with `may_map`: false uses arenas already mapped only (the
+  // messenger's transparent staging: a send never maps an arena).
+  caf::replies_to<register_pinned_atom, byte_buffer, uint64_t, bool>::with<data_handle>,
   // Stages [offset, offset + len) of a registered external region with no
   // copy: (region, offset, len, ttl_ms). Errors: errc::invalid_argument for
   // a range outside the region, errc::draining while it is unregistered.

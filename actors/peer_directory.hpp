@@ -20,6 +20,7 @@ public:
   struct entry {
     caf::actor owner; // the peer's owner actor (a proxy)
     bool ucx = false; // registered on this node's UCX engine
+    caf::actor messenger; // the peer's messenger (a proxy)
   };
 
   void put(uint64_t worker_id, entry e);

@@ -277,6 +277,8 @@ transfer::commands transfer::finish(bool by_rdma) {
   // after the answer goes out (the answer waits for nothing; a release or
   // detach that overtakes the hold has ended the lease, and the hold then
   // finds none and changes nothing).
+  if (p_.single_use)
+    return {deliver{total_len_, lease_id_, by_rdma}, send_release{lease_id_}};
   if (!by_rdma)
     return {deliver{total_len_, lease_id_, false}};
   // Half a renewal period (a quarter of the lease timeout) is well inside
@@ -288,8 +290,12 @@ transfer::commands transfer::failed(caf::error err, bool detach) {
   phase_ = phase::done;
   renewing_ = false;
   commands out;
-  if (detach && have_lease_)
-    out.emplace_back(send_detach{lease_id_});
+  if (detach && have_lease_) {
+    if (p_.single_use)
+      out.emplace_back(send_release{lease_id_});
+    else
+      out.emplace_back(send_detach{lease_id_});
+  }
   have_lease_ = false;
   out.emplace_back(fail{std::move(err)});
   return out;

@@ -26,6 +26,10 @@
 //   still write a caller's writer fails the get instead of reusing it.
 // - On any failure after the lease was granted it detaches the lease,
 //   except when the owner is gone.
+// - A single-use get (a transparently staged payload) releases instead:
+//   after it delivered, and on any failure holding a lease (over
+//   staged_payload_max too), so the owner frees its copy; nobody else
+//   would ever read it.
 // Must never: ask for a destination larger than the checks allowed, or
 // deliver twice.
 #pragma once
@@ -65,6 +69,7 @@ public:
     uint64_t staged_payload_max = 0; // 0: no limit
     uint32_t pull_window = 8;
     std::chrono::milliseconds lease{30000}; // lease_ms asked with each acquire
+    bool single_use = false; // release, never hold or detach (see above)
   };
 
   // -- commands ---------------------------------------------------------------
@@ -79,6 +84,8 @@ public:
   struct schedule_renewal { std::chrono::milliseconds period; };
   struct send_renew { uint64_t lease_id; };
   struct send_detach { uint64_t lease_id; };
+  /// A single-use get is done with the lease and the reference.
+  struct send_release { uint64_t lease_id; };
   /// The transfer is done: the lease is held with no deadline from now on.
   /// The owner must have it `within` (0: at once), a quarter of the lease
   /// timeout, inside the deadline the last renewal left; the shell may wait
@@ -94,7 +101,8 @@ public:
   struct fail { caf::error error; };
 
   using command = std::variant<send_acquire, send_pull, alloc_destination, start_get,
-                               schedule_renewal, send_renew, send_detach, send_hold,
+                               schedule_renewal, send_renew, send_detach, send_release,
+                               send_hold,
                                reserve, write_chunk, count, deliver, fail>;
   using commands = std::vector<command>;
 

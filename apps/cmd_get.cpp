@@ -1,13 +1,13 @@
 // `ferry get`: pulls a payload by handle into a file, then releases it.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include <CLI/CLI.hpp>
 
 #include "apps/client_session.hpp"
 #include "apps/commands.hpp"
+#include "apps/file_io.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/checksum.hpp"
 #include "runtime/logging.hpp"
@@ -25,20 +25,6 @@ struct get_command {
   bool keep = false;
 };
 
-void write_file(const std::string& path, const byte_buffer& bytes) {
-  auto tmp = path + ".ferry-partial";
-  {
-    std::ofstream out{tmp, std::ios::binary | std::ios::trunc};
-    if (!out)
-      fail("get", "cannot create '" + tmp + "'");
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out)
-      fail("get", "cannot write '" + tmp + "'");
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    fail("get", "cannot rename '" + tmp + "' to '" + path + "'");
-}
-
 void run_get(const get_command& cmd) {
   init_logging(cmd.cfg.log_level, "get");
   auto h = parse_data_handle(cmd.handle_text);
@@ -55,7 +41,7 @@ void run_get(const get_command& cmd) {
     fail("get", describe(got.error()));
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
                 .count();
-  write_file(cmd.output, got->bytes);
+  write_file("get", cmd.output, got->bytes);
   caf::error end;
   if (cmd.keep) {
     end = s.client().detach(*h, got->lease_id);

@@ -2,13 +2,13 @@
 // The bytes travel by rendezvous: this process stages them locally and the
 // node pulls them (adopt), so a large file never rides in one message.
 #include <cstdio>
-#include <fstream>
 #include <memory>
 
 #include <CLI/CLI.hpp>
 
 #include "apps/client_session.hpp"
 #include "apps/commands.hpp"
+#include "apps/file_io.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/logging.hpp"
 #include "runtime/node_options.hpp"
@@ -24,24 +24,9 @@ struct put_command {
   bool pinned = false;
 };
 
-byte_buffer read_file(const std::string& path) {
-  std::ifstream in{path, std::ios::binary};
-  if (!in)
-    fail("put", "cannot open '" + path + "'");
-  in.seekg(0, std::ios::end);
-  auto size = in.tellg();
-  in.seekg(0, std::ios::beg);
-  if (size < 0)
-    fail("put", "cannot size '" + path + "' (not a regular file?)");
-  byte_buffer bytes(static_cast<size_t>(size));
-  if (!in.read(bytes.data(), size))
-    fail("put", "cannot read '" + path + "'");
-  return bytes;
-}
-
 void run_put(const put_command& cmd) {
   init_logging(cmd.cfg.log_level, "put");
-  auto bytes = read_file(cmd.file);
+  auto bytes = read_file("put", cmd.file);
   auto size = bytes.size();
   auto session = client_session::open(cmd.cfg, cmd.node_endpoint);
   if (!session)

@@ -11,6 +11,7 @@ void add_put_command(CLI::App& root);
 void add_get_command(CLI::App& root);
 void add_stat_command(CLI::App& root);
 void add_job_command(CLI::App& root);
+void add_call_command(CLI::App& root);
 void add_bench_command(CLI::App& root);
 
 /// Prints "ferry <command>: <message>" to stderr and fails with `code`.

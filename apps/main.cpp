@@ -1,5 +1,5 @@
-// ferry: run a node, stage and fetch payloads, inspect a node, run the
-// example distributed job.
+// ferry: run a node, stage and fetch payloads, call a node's handlers,
+// inspect a node, run the example distributed job.
 #include <cstdio>
 
 #include <CLI/CLI.hpp>
@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   ferry::app::add_put_command(app);
   ferry::app::add_get_command(app);
   ferry::app::add_stat_command(app);
+  ferry::app::add_call_command(app);
   ferry::app::add_job_command(app);
 #ifdef FERRY_WITH_BENCH
   ferry::app::add_bench_command(app);

@@ -41,7 +41,33 @@ using metadata_atom = caf::atom_constant<caf::atom("metadata")>;
 using ref_atom = caf::atom_constant<caf::atom("ref")>;
 using detach_atom = caf::atom_constant<caf::atom("detach")>;
 using release_atom = caf::atom_constant<caf::atom("release")>;
+// A get whose handle is used once: the consumer releases it when the bytes
+// are in (or when it gives up), so the owner frees its copy.
+using fetch_atom = caf::atom_constant<caf::atom("fetch")>;
 // A consumer that finished cleanly, back to the service for the next get.
 using consumer_idle_atom = caf::atom_constant<caf::atom("cons_idle")>;
+
+// Messenger, as seen by local callers.
+using msg_send_atom = caf::atom_constant<caf::atom("msg_send")>;
+using msg_call_atom = caf::atom_constant<caf::atom("msg_call")>;
+using msg_stream_atom = caf::atom_constant<caf::atom("msg_stream")>;
+using stream_next_atom = caf::atom_constant<caf::atom("strm_next")>;
+using stream_cancel_atom = caf::atom_constant<caf::atom("strm_stop")>;
+using bind_atom = caf::atom_constant<caf::atom("bind")>;
+using unbind_atom = caf::atom_constant<caf::atom("unbind")>;
+// A handler actor is asked to handle one message.
+using handle_msg_atom = caf::atom_constant<caf::atom("handle_msg")>;
+// Function handlers, run by the messenger's handler threads.
+using run_atom = caf::atom_constant<caf::atom("run")>;
+using open_atom = caf::atom_constant<caf::atom("open")>;
+using next_atom = caf::atom_constant<caf::atom("next")>;
+// Between messengers.
+using wire_send_atom = caf::atom_constant<caf::atom("w_send")>;
+using wire_call_atom = caf::atom_constant<caf::atom("w_call")>;
+using wire_open_atom = caf::atom_constant<caf::atom("w_open")>;
+using wire_item_atom = caf::atom_constant<caf::atom("w_item")>;
+using wire_end_atom = caf::atom_constant<caf::atom("w_end")>;
+using wire_credit_atom = caf::atom_constant<caf::atom("w_credit")>;
+using wire_stop_atom = caf::atom_constant<caf::atom("w_stop")>;
 
 } // namespace ferry

@@ -27,6 +27,9 @@ std::string to_string(errc code) {
     case errc::get_failed: return "get_failed";
     case errc::descriptor_refused: return "descriptor_refused";
     case errc::get_abandoned: return "get_abandoned";
+    case errc::unknown_handler: return "unknown_handler";
+    case errc::handler_failed: return "handler_failed";
+    case errc::stream_ended: return "stream_ended";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -32,6 +32,9 @@ enum class errc : uint8_t {
   get_failed,          // a UCX GET failed
   descriptor_refused,  // an RDMA descriptor or its key does not decode
   get_abandoned,       // a GET given up that UCX may still write (destination lent)
+  unknown_handler,     // a messenger call names a handler nobody bound
+  handler_failed,      // a messenger handler answered an error
+  stream_ended,        // a stream was ended by its other side or its limit
 };
 
 /// The CAF error category ferry's codes live in.

@@ -25,6 +25,7 @@ struct peer_hello {
   uint16_t port = 0;                     // 0: a client that does not listen
   caf::actor gateway;
   caf::actor owner;
+  caf::actor messenger; // named handlers (actors/messenger.hpp)
 };
 
 /// Bounds on what a peer may state in its hello.
@@ -49,7 +50,7 @@ typename Inspector::result_type inspect(Inspector& f, peer_hello& x) {
   bounded_bytes address{x.ucx_address, peer_hello_limits::max_ucx_address};
   return f(caf::meta::type_name("ferry::peer_hello"), x.worker_id,
            x.incarnation, x.capabilities, address, x.host, x.port,
-           x.gateway, x.owner);
+           x.gateway, x.owner, x.messenger);
 }
 
 } // namespace ferry

@@ -1,7 +1,7 @@
 // staging_headers: the messenger's rules for a message whose payload goes by
 // handle (transparent staging), as plain functions over its headers, so
-// they are unit-tested without a network. The messenger's actors (in
-// actors/, still to come) will be shells around them.
+// they are unit-tested without a network. The messenger's actors
+// (actors/messenger.hpp, actors/staged_fetch.hpp) are shells around them.
 //
 // Rules it owns:
 // - A payload larger than the staging threshold (256 KiB) is staged and
@@ -31,10 +31,9 @@
 #include <string>
 
 #include "protocol/data_handle.hpp"
+#include "protocol/messenger_wire.hpp"
 
 namespace ferry::messenger {
-
-using headers = std::map<std::string, std::string>;
 
 constexpr uint64_t default_staging_threshold = 256 * 1024; // DEFAULT_THRESHOLD
 inline const std::string handle_header = "_rv";

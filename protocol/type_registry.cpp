@@ -8,6 +8,7 @@
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/messenger_wire.hpp"
 #include "protocol/peer_hello.hpp"
 
 namespace ferry {
@@ -18,6 +19,7 @@ void register_protocol_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<peer_hello>("ferry::peer_hello");
   cfg.add_message_type<chunk_bytes>("ferry::chunk_bytes");
   cfg.add_message_type<std::vector<uint64_t>>("ferry::u64_vector");
+  cfg.add_message_type<messenger::envelope>("ferry::messenger::envelope");
   cfg.add_error_category(error_category, [](uint8_t code, caf::atom_value,
                                             const caf::message& ctx) {
     auto text = "ferry: " + to_string(static_cast<errc>(code));

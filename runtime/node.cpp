@@ -20,6 +20,8 @@
 
 #include "actors/consumer_metrics.hpp"
 #include "actors/gateway.hpp"
+#include "actors/messenger.hpp"
+#include "actors/messenger_metrics.hpp"
 #include "actors/owner.hpp"
 #include "actors/bulk_copier.hpp"
 #include "actors/owner_metrics.hpp"
@@ -27,6 +29,7 @@
 #include "actors/rdma_metrics.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/type_registry.hpp"
+#include "runtime/builtin_handlers.hpp"
 #include "runtime/kill_switch.hpp"
 
 #ifdef FERRY_WITH_UCX
@@ -99,6 +102,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   owner_metrics_ = std::make_unique<owner_metrics>(*registry_, *paths_);
   consumer_metrics_ = std::make_unique<consumer_metrics>(*registry_, *paths_);
   rdma_metrics_ = std::make_unique<rdma_metrics>(*registry_);
+  messenger_metrics_ = std::make_unique<messenger_metrics>(*registry_);
 
   sys_cfg_ = std::make_unique<caf_config>();
   register_protocol_types(*sys_cfg_);
@@ -138,6 +142,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   gp.engine = engine_;
   auto directory = std::make_shared<peer_directory>();
   gp.directory = directory;
+  auto peers = directory;
   published_port_ = gp.port;
   gateway_ = spawn_gateway(*sys_, std::move(gp));
 
@@ -151,6 +156,18 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   cc.rdma = rdma_metrics_.get();
   cc.copier = copier_;
   ctx_->consumer = spawn_consumer_service(*sys_, cc);
+
+  messenger_params mp;
+  mp.worker_id = worker_id_;
+  mp.owner = ctx_->owner;
+  mp.consumer = ctx_->consumer;
+  mp.peers = std::move(peers);
+  mp.cfg = cfg_.messenger_config();
+  mp.metrics = messenger_metrics_.get();
+  messenger_ = spawn_messenger(*sys_, std::move(mp));
+  ctx_->messenger = caf::actor_cast<caf::actor>(messenger_);
+  if (auto err = bind_builtin_handlers(*sys_, messenger_, cfg_.request_timeout()))
+    spdlog::warn("the built-in handlers are not bound: {}", describe(err));
 }
 
 void node::start_ucx() {
@@ -291,6 +308,7 @@ caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) 
   mine.port = port_;
   mine.gateway = caf::actor_cast<caf::actor>(gateway_);
   mine.owner = caf::actor_cast<caf::actor>(ctx_->owner);
+  mine.messenger = ctx_->messenger;
   caf::scoped_actor self{*sys_};
   caf::expected<peer_hello> result = make_error(errc::timeout);
   self->request(*remote, cfg_.request_timeout(), hello_atom::value, mine)
@@ -367,6 +385,7 @@ void node::stop() {
                   });
   };
   stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
+  stop_and_wait("messenger", caf::actor_cast<caf::actor>(messenger_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
   stop_and_wait("owner", caf::actor_cast<caf::actor>(ctx_->owner));
   stop_and_wait("bulk copier", copier_);
@@ -378,6 +397,7 @@ void node::stop() {
   stop_and_wait("arena pool", caf::actor_cast<caf::actor>(pool_));
   exposer_.reset();
   gateway_ = nullptr;
+  messenger_ = nullptr;
   copier_ = nullptr;
   pool_ = nullptr;
   engine_ = ucx_engine_ref{};

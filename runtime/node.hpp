@@ -25,6 +25,7 @@
 #include "actors/consumer_service.hpp"
 #include "actors/ucx_engine.hpp"
 #include "actors/gateway_interface.hpp"
+#include "actors/messenger_interface.hpp"
 #include "actors/node_context.hpp"
 #include "actors/owner_interface.hpp"
 #include "protocol/peer_hello.hpp"
@@ -41,6 +42,7 @@ class path_metrics;
 struct owner_metrics;
 struct consumer_metrics;
 struct rdma_metrics;
+struct messenger_metrics;
 class ucx_context;
 
 /// Adds application message types to a node's CAF config (every node of a
@@ -79,6 +81,9 @@ public:
   gateway_actor gateway() const { return gateway_; }
   owner_actor owner() const { return ctx_->owner; }
   consumer_service_actor consumer() const { return ctx_->consumer; }
+  /// Named handlers across nodes (actors/messenger_interface.hpp; the
+  /// blocking form is runtime/messenger_client.hpp).
+  messenger_actor messenger() const { return messenger_; }
   const node_context& context() const { return *ctx_; }
 
   /// True when this node runs the UCX transport (the RDMA registry).
@@ -113,6 +118,7 @@ private:
   std::unique_ptr<owner_metrics> owner_metrics_;
   std::unique_ptr<consumer_metrics> consumer_metrics_;
   std::unique_ptr<rdma_metrics> rdma_metrics_;
+  std::unique_ptr<messenger_metrics> messenger_metrics_;
   std::unique_ptr<caf_config> sys_cfg_;
   std::unique_ptr<caf::actor_system> sys_;
   std::shared_ptr<node_context> ctx_;
@@ -122,6 +128,7 @@ private:
   arena_pool_actor pool_;
   std::vector<char> ucx_address_;
   gateway_actor gateway_;
+  messenger_actor messenger_;
   std::shared_ptr<std::atomic<uint16_t>> published_port_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };

@@ -39,4 +39,14 @@ ferry::consumer_config node_config::consumer_config() const {
   return c;
 }
 
+ferry::messenger_config node_config::messenger_config() const {
+  ferry::messenger_config c;
+  c.staging_threshold = staging_threshold;
+  c.staged_fetch_timeout = std::chrono::milliseconds{
+    staged_fetch_timeout_ms > 0 ? staged_fetch_timeout_ms : transfer_timeout_ms};
+  c.request_timeout = request_timeout();
+  c.transfer_timeout = transfer_timeout();
+  return c;
+}
+
 } // namespace ferry

@@ -1,8 +1,7 @@
 // node_config: every knob of a node with its default, in one place. The
 // actors' own config structs are derived from it (owner_config(),
 // consumer_config()), so a default lives here and nowhere else.
-// Knobs of the RDMA path and the messenger exist with the spec's defaults
-// before the code that reads them; docs/configuration.md lists them all.
+// docs/configuration.md lists them all.
 #pragma once
 
 #include <chrono>
@@ -12,6 +11,7 @@
 #include <vector>
 
 #include "actors/consumer_config.hpp"
+#include "actors/messenger.hpp"
 #include "actors/owner.hpp"
 
 namespace ferry {
@@ -42,6 +42,10 @@ struct node_config {
   uint32_t pull_window = 8;              // chunk pulls in flight per transfer
   uint64_t staged_payload_max = 0;       // 0: no limit
   uint64_t lease_sweep_ms = 100;         // chunked lease deadlines and TTLs
+
+  // -- messenger ---------------------------------------------------------------
+  uint64_t staging_threshold = 256 * KiB;   // DEFAULT_THRESHOLD: larger goes by handle
+  uint64_t staged_fetch_timeout_ms = 300000; // the longest a staged fetch runs here (0: transfer timeout)
 
   // -- RDMA path ---------------------------------------------------------------
   bool ucx = true;          // add the UCX transport (the RDMA registry) if built
@@ -82,6 +86,7 @@ struct node_config {
 
   ferry::owner_config owner_config() const;
   ferry::consumer_config consumer_config() const;
+  ferry::messenger_config messenger_config() const;
 
   /// scheduler_threads, or by default half the hardware threads, 1 to 4.
   /// A node has more busy threads than its scheduler's (the middleman's

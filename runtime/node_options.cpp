@@ -17,6 +17,13 @@ void add_client_options(CLI::App& app, node_config& cfg) {
   app.add_option("--staged-payload-max", cfg.staged_payload_max,
                  "Largest payload taken from a peer (0: no limit)")
     ->capture_default_str();
+  app.add_option("--staging-threshold", cfg.staging_threshold,
+                 "Messenger payloads above this many bytes go by handle")
+    ->capture_default_str();
+  app.add_option("--staged-fetch-timeout-ms", cfg.staged_fetch_timeout_ms,
+                 "The longest this node fetches a staged messenger payload "
+                 "(a call's timeout may end it sooner; stream items are exempt)")
+    ->capture_default_str();
   app.add_option("--log-level", cfg.log_level,
                  "trace, debug, info, warn, error or off")
     ->capture_default_str();
@@ -33,6 +40,9 @@ void add_client_options(CLI::App& app, node_config& cfg) {
     ->group("");
   app.add_flag("--test-fail-gets", cfg.test_fail_gets,
                "Test hook: every GET fails")
+    ->group("");
+  app.add_option("--test-stall-pulls-from", cfg.test_stall_pulls_from,
+                 "Test hook: never answer pulls of this chunk index or later")
     ->group("");
 }
 
@@ -81,9 +91,6 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--drop-dereg-timeout-ms", cfg.drop_dereg_timeout_ms)
     ->capture_default_str();
-  app.add_option("--test-stall-pulls-from", cfg.test_stall_pulls_from,
-                 "Test hook: never answer pulls of this chunk index or later")
-    ->group("");
   app.add_option("--test-descriptor-fault", cfg.test_descriptor_fault,
                  "Test hook: corrupt each RDMA descriptor")
     ->group("");

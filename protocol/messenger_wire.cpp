@@ -1,0 +1,118 @@
+#include "protocol/messenger_wire.hpp"
+
+#include <caf/binary_deserializer.hpp>
+#include <caf/sec.hpp>
+
+namespace ferry::messenger {
+
+namespace {
+
+caf::error too_long(const char* what, size_t n, size_t max) {
+  return caf::make_error(caf::sec::invalid_argument,
+                         std::string{what} + " states " + std::to_string(n)
+                           + ", at most " + std::to_string(max) + " allowed");
+}
+
+/// A stated length the message cannot hold (checked before allocating).
+caf::error past_end(caf::deserializer& source, size_t n) {
+  if (auto* binary = dynamic_cast<caf::binary_deserializer*>(&source);
+      binary && n > binary->remaining())
+    return caf::make_error(caf::sec::end_of_stream,
+                           "a field states " + std::to_string(n) + " bytes, "
+                             + std::to_string(binary->remaining()) + " remain");
+  return caf::none;
+}
+
+caf::error save_text(caf::serializer& sink, const std::string& s) {
+  auto n = s.size();
+  if (auto err = sink.begin_sequence(n))
+    return err;
+  if (n > 0)
+    if (auto err = sink.apply_raw(n, const_cast<char*>(s.data())))
+      return err;
+  return sink.end_sequence();
+}
+
+caf::error load_text(caf::deserializer& source, std::string& s, size_t max,
+                     const char* what) {
+  size_t n = 0;
+  if (auto err = source.begin_sequence(n))
+    return err;
+  if (n > max)
+    return too_long(what, n, max);
+  if (auto err = past_end(source, n))
+    return err;
+  s.resize(n);
+  if (n > 0)
+    if (auto err = source.apply_raw(n, s.data()))
+      return err;
+  return source.end_sequence();
+}
+
+} // namespace
+
+caf::error bounded_string::save(caf::serializer& sink) const {
+  return save_text(sink, text);
+}
+
+caf::error bounded_string::load(caf::deserializer& source) {
+  return load_text(source, text, max, "a name");
+}
+
+caf::error bounded_headers::save(caf::serializer& sink) const {
+  auto n = hdrs.size();
+  if (auto err = sink.begin_sequence(n))
+    return err;
+  for (auto& [k, v] : hdrs) {
+    if (auto err = save_text(sink, k))
+      return err;
+    if (auto err = save_text(sink, v))
+      return err;
+  }
+  return sink.end_sequence();
+}
+
+caf::error bounded_headers::load(caf::deserializer& source) {
+  size_t n = 0;
+  if (auto err = source.begin_sequence(n))
+    return err;
+  if (n > envelope_limits::max_headers)
+    return too_long("the header count", n, envelope_limits::max_headers);
+  hdrs.clear();
+  for (size_t i = 0; i < n; ++i) {
+    std::string k;
+    std::string v;
+    if (auto err = load_text(source, k, envelope_limits::max_header_key,
+                             "a header key"))
+      return err;
+    if (auto err = load_text(source, v, envelope_limits::max_header_value,
+                             "a header value"))
+      return err;
+    hdrs.insert_or_assign(std::move(k), std::move(v));
+  }
+  return source.end_sequence();
+}
+
+std::string check_envelope(const envelope& e) {
+  using L = envelope_limits;
+  if (e.handler.size() > L::max_handler_name)
+    return "the handler name has " + std::to_string(e.handler.size())
+           + " characters, at most " + std::to_string(L::max_handler_name);
+  if (e.hdrs.size() > L::max_headers)
+    return std::to_string(e.hdrs.size()) + " headers, at most "
+           + std::to_string(L::max_headers);
+  for (auto& [k, v] : e.hdrs) {
+    if (k.size() > L::max_header_key)
+      return "a header key of " + std::to_string(k.size()) + " characters, at most "
+             + std::to_string(L::max_header_key);
+    if (v.size() > L::max_header_value)
+      return "header '" + k + "' has a value of " + std::to_string(v.size())
+             + " characters, at most " + std::to_string(L::max_header_value);
+  }
+  if (e.payload.size() > L::max_inline_payload)
+    return "an inline payload of " + std::to_string(e.payload.size())
+           + " bytes, at most " + std::to_string(L::max_inline_payload);
+  return {};
+}
+
+} // namespace ferry::messenger
