@@ -741,8 +741,9 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
                       });
     },
     [=](wire_call_atom, envelope& env) -> caf::result<envelope> {
-      auto rp = self->make_response_promise<envelope>();
+      // Before the promise: making it takes the sender out of the message.
       auto caller = caf::actor_cast<caf::actor>(self->current_sender());
+      auto rp = self->make_response_promise<envelope>();
       handle_incoming(self, std::move(env), message_kind::unary, caller,
                       [=](std::optional<caf::expected<envelope>> out) mutable {
                         if (out) // none: dropped at the caller's budget, no reply
@@ -752,7 +753,6 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
     },
     [=](wire_open_atom, envelope& env, uint64_t consumer_id,
         uint32_t window) -> caf::result<uint64_t> {
-      auto rp = self->make_response_promise<uint64_t>();
       auto caller = caf::actor_cast<caf::actor>(self->current_sender());
       if (!caller)
         return make_error(errc::protocol_violation, "a stream needs a caller");
@@ -773,6 +773,8 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
       }
       auto stream_fn = *fn;
       auto sft = self->state.p.cfg.staged_fetch_timeout;
+      // Only now: a promise made takes the reply over from a returned error.
+      auto rp = self->make_response_promise<uint64_t>();
       resolve(
         self, std::move(env), ref, message_kind::unary,
         [=](envelope ready) mutable {

@@ -71,11 +71,13 @@ std::string read_file(const std::string& path) {
   return process::read_text_file(path);
 }
 
-/// Starts `ferry args...` with stdout and stderr in files; the caller reaps it.
+/// Starts `program args...` (default: ferry) with stdout and stderr in
+/// files; the caller reaps it.
 pid_t spawn_ferry(const std::vector<std::string>& args, const std::string& out,
-                  const std::string& err, const std::vector<std::string>& env) {
+                  const std::string& err, const std::vector<std::string>& env,
+                  const std::string& program = {}) {
   process::child_spec spec;
-  spec.program = ferry_bin();
+  spec.program = program.empty() ? ferry_bin() : program;
   spec.args = args;
   spec.env = env;
   spec.out = process::stream::file(out);
@@ -94,13 +96,15 @@ int wait_for(pid_t pid, std::chrono::milliseconds timeout) {
 } // namespace
 
 node_process::node_process(std::vector<std::string> extra_args,
-                           std::vector<std::string> env)
+                           std::vector<std::string> env, std::string program)
   : dir_(temp_dir()) {
-  std::vector<std::string> args{"node", "--port", "0", "--bind", "127.0.0.1",
+  std::vector<std::string> args{"--port", "0", "--bind", "127.0.0.1",
                                 "--ready-file", dir_ + "/ready", "--log-level",
                                 "info"};
+  if (program.empty())
+    args.insert(args.begin(), "node");
   args.insert(args.end(), extra_args.begin(), extra_args.end());
-  pid_ = spawn_ferry(args, dir_ + "/out", dir_ + "/err", env);
+  pid_ = spawn_ferry(args, dir_ + "/out", dir_ + "/err", env, program);
   auto deadline = std::chrono::steady_clock::now() + 30s;
   for (;;) {
     std::ifstream ready{dir_ + "/ready"};

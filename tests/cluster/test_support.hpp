@@ -25,8 +25,10 @@ std::string ferry_bin();
 class node_process {
 public:
   /// `env` entries ("NAME=value") are added to this process's environment.
+  /// `program`: another program that takes ferry node's options (a test
+  /// peer); default: `ferry node`.
   explicit node_process(std::vector<std::string> extra_args = {},
-                        std::vector<std::string> env = {});
+                        std::vector<std::string> env = {}, std::string program = {});
   ~node_process();
 
   node_process(const node_process&) = delete;

@@ -473,3 +473,50 @@ TEST(Transfer, AChunkThatWasNeverPulledIsAProtocolViolation) {
   auto cmds = t.on_chunk(3, 4);
   EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::protocol_violation));
 }
+
+TEST(Transfer, ASingleUseGetReleasesWhenItDeliversAndWhenItIsRefused) {
+  auto p = params();
+  p.single_use = true;
+  p.rdma_registry = false; // chunked
+  {
+    T t{p};
+    t.start();
+    t.on_acquired(ready(4));
+    auto cmds = t.on_chunk(0, 4);
+    ASSERT_TRUE(has<T::deliver>(cmds));
+    EXPECT_EQ(one<T::send_release>(cmds).lease_id, 11u);
+    EXPECT_FALSE(has<T::send_hold>(cmds));
+    EXPECT_FALSE(has<T::send_detach>(cmds));
+  }
+  {
+    p.staged_payload_max = 64;
+    T t{p};
+    t.start();
+    auto cmds = t.on_acquired(ready(65));
+    EXPECT_EQ(one<T::send_release>(cmds).lease_id, 11u); // the owner frees its copy
+    EXPECT_FALSE(has<T::send_detach>(cmds));
+    EXPECT_FALSE(has<T::reserve>(cmds));
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::payload_too_large));
+  }
+  {
+    p.staged_payload_max = 0;
+    T t{p};
+    t.start();
+    t.on_acquired(ready(8));
+    auto cmds = t.on_caller_gone(); // the fetch gave up
+    EXPECT_EQ(one<T::send_release>(cmds).lease_id, 11u);
+  }
+}
+
+TEST(Transfer, ASingleUseGetByRdmaReleasesInsteadOfHolding) {
+  auto p = params();
+  p.single_use = true;
+  T t{p};
+  t.start();
+  t.on_acquired(rdma(64));
+  t.on_destination(true);
+  auto cmds = t.on_get_done();
+  ASSERT_TRUE(has<T::deliver>(cmds));
+  EXPECT_EQ(one<T::send_release>(cmds).lease_id, 21u);
+  EXPECT_FALSE(has<T::send_hold>(cmds));
+}
