@@ -2,7 +2,6 @@
 
 #include <caf/actor_cast.hpp>
 
-#include "apps/job_types.hpp"
 
 namespace ferry::app {
 
@@ -15,7 +14,7 @@ caf::expected<std::unique_ptr<client_session>>
 client_session::open(node_config cfg, const std::string& endpoint) {
   cfg.listen = false;
   cfg.metrics_port = -1;
-  auto n = std::make_unique<node>(cfg, worker_registry{}, register_job_types);
+  auto n = std::make_unique<node>(cfg);
   if (auto err = n->start())
     return err;
   std::unique_ptr<client_session> s{new client_session(std::move(n))};

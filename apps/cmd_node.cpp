@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 
 #include "apps/commands.hpp"
-#include "apps/job_types.hpp"
 #include "apps/job_worker.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/logging.hpp"
@@ -33,7 +32,7 @@ void run_node(const node_command& cmd) {
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
 
-  node n{cmd.cfg, job_workers(), register_job_types};
+  node n{cmd.cfg, job_workers()};
   if (auto err = n.start())
     fail("node", describe(err));
   std::printf("ferry node %016llx listening on %s:%u",
@@ -61,6 +60,9 @@ void run_node(const node_command& cmd) {
 
 void add_node_command(CLI::App& root) {
   auto cmd = std::make_shared<node_command>();
+  // A serving node maps its first arena at start, so the transparent
+  // payloads it stages (replies, stream items) can take the RDMA path.
+  cmd->cfg.map_arena_at_start = true;
   auto* sub = root.add_subcommand("node", "Run a node until SIGINT or SIGTERM");
   add_node_options(*sub, cmd->cfg);
   sub->add_option("--ready-file", cmd->ready_file,

@@ -15,9 +15,9 @@
 #include "apps/job_worker.hpp"
 #include "apps/shard_math.hpp"
 #include "protocol/errors.hpp"
-#include "runtime/blocking_client.hpp"
 #include "runtime/checksum.hpp"
 #include "runtime/node.hpp"
+#include "actors/messenger_interface.hpp"
 
 namespace ferry::app {
 
@@ -27,7 +27,7 @@ using clock_type = std::chrono::steady_clock;
 
 struct shard_plan {
   uint64_t shard = 0;
-  data_handle input;
+  byte_buffer input; // sent as the call's payload (by handle: the messenger's business)
   uint64_t bytes = 0;
   uint64_t sorted_checksum = 0; // checksum of the locally sorted shard
   shard_stats expected;
@@ -42,9 +42,10 @@ struct job_outcome {
 
 struct coordinator_state {
   std::vector<shard_plan> plan;
-  std::vector<caf::actor> workers;
+  std::vector<uint64_t> worker_nodes; // worker ids of the nodes
   std::vector<std::string> worker_names;
-  consumer_service_actor consumer;
+  std::string handler; // the name the workers bound
+  messenger_actor messenger;
   std::chrono::milliseconds timeout;
   std::shared_ptr<std::promise<job_outcome>> done;
   job_outcome outcome;
@@ -65,10 +66,14 @@ void finish(coordinator_ptr self, std::string failure = {}) {
   self->quit();
 }
 
-std::string verify(const shard_plan& p, const shard_result& r,
-                   const byte_buffer& bytes) {
-  if (r.shard != p.shard)
-    return "answer names shard " + std::to_string(r.shard);
+std::string verify(const shard_plan& p, const messenger::envelope& reply) {
+  const auto& bytes = reply.payload;
+  auto shard = reply.hdrs.find("shard");
+  if (shard == reply.hdrs.end() || shard->second != std::to_string(p.shard))
+    return "the answer names another shard";
+  auto r = take_stats(reply.hdrs);
+  if (!r)
+    return "the answer's statistics are missing or malformed";
   if (bytes.size() != p.bytes)
     return "result has " + std::to_string(bytes.size()) + " bytes, expected "
            + std::to_string(p.bytes);
@@ -76,60 +81,46 @@ std::string verify(const shard_plan& p, const shard_result& r,
     return "result is not sorted";
   if (checksum64(bytes.data(), bytes.size()) != p.sorted_checksum)
     return "result differs from the local sort (checksum)";
-  if (r.count != p.expected.count || r.sum != p.expected.sum)
+  if (r->count != p.expected.count || r->sum != p.expected.sum)
     return "count or sum differs from the local computation";
-  if (r.histogram != p.expected.histogram)
+  if (r->histogram != p.expected.histogram)
     return "histogram differs from the local computation";
   return {};
 }
 
-void on_result(coordinator_ptr self, size_t index, shard_result& r) {
+void on_result(coordinator_ptr self, size_t index, const messenger::envelope& reply) {
   auto& st = self->state;
-  auto sorted = r.sorted;
-  self->request(st.consumer, st.timeout, get_atom::value, sorted)
-    .then(
-      [=](byte_buffer& bytes, uint64_t lease) {
-        auto& st = self->state;
-        const auto& p = st.plan[index];
-        auto problem = verify(p, r, bytes);
-        self->request(st.consumer, st.timeout, release_atom::value, sorted,
-                      lease)
-          .then([](uint64_t, bool) {}, [](caf::error&) {});
-        if (!problem.empty())
-          return finish(self, "shard " + std::to_string(p.shard) + ": " + problem);
-        ++st.outcome.verified;
-        st.outcome.result_bytes += bytes.size();
-        auto secs = std::chrono::duration<double>(clock_type::now() - st.start)
-                      .count();
-        std::printf("[job] %5.1fs  shard %llu/%zu sorted on %s, pulled back "
-                    "and verified (%.1f MiB)\n",
-                    secs, static_cast<unsigned long long>(st.outcome.verified),
-                    st.plan.size(), st.worker_names[p.worker].c_str(),
-                    static_cast<double>(bytes.size()) / (1 << 20));
-        std::fflush(stdout);
-        if (st.outcome.verified == st.plan.size())
-          finish(self);
-      },
-      [=](caf::error& err) {
-        finish(self, "pulling result of shard " + std::to_string(index) + ": "
-                       + describe(err));
-      });
+  const auto& p = st.plan[index];
+  auto problem = verify(p, reply);
+  if (!problem.empty())
+    return finish(self, "shard " + std::to_string(p.shard) + ": " + problem);
+  ++st.outcome.verified;
+  st.outcome.result_bytes += reply.payload.size();
+  auto secs = std::chrono::duration<double>(clock_type::now() - st.start).count();
+  std::printf("[job] %5.1fs  shard %llu/%zu sorted on %s and verified (%.1f MiB)\n",
+              secs, static_cast<unsigned long long>(st.outcome.verified), st.plan.size(),
+              st.worker_names[p.worker].c_str(),
+              static_cast<double>(reply.payload.size()) / (1 << 20));
+  std::fflush(stdout);
+  if (st.outcome.verified == st.plan.size())
+    finish(self);
 }
 
 caf::behavior coordinator(coordinator_ptr self, coordinator_state init) {
   self->state = std::move(init);
   self->state.start = clock_type::now();
-  for (auto& w : self->state.workers)
-    self->monitor(w);
-  self->set_down_handler([=](caf::down_msg& dm) {
-    finish(self, "a worker went down: " + to_string(dm.reason));
-  });
-  for (size_t i = 0; i < self->state.plan.size(); ++i) {
-    const auto& p = self->state.plan[i];
+  // A worker's node that goes down fails its calls at once (the messenger
+  // monitors it).
+  auto& st = self->state;
+  for (size_t i = 0; i < st.plan.size(); ++i) {
+    auto& p = st.plan[i];
+    messenger::envelope call{st.handler, {{"shard", std::to_string(p.shard)}},
+                             std::move(p.input)};
     self
-      ->request(self->state.workers[p.worker], self->state.timeout,
-                job_task_atom::value, p.shard, p.input)
-      .then([=](shard_result& r) { on_result(self, i, r); },
+      ->request(st.messenger, st.timeout + std::chrono::seconds{5}, msg_call_atom::value,
+                st.worker_nodes[p.worker], std::move(call),
+                static_cast<uint64_t>(st.timeout.count()))
+      .then([=](messenger::envelope& reply) { on_result(self, i, reply); },
             [=](caf::error& err) {
               finish(self, "shard " + std::to_string(i) + ": " + describe(err));
             });
@@ -149,15 +140,23 @@ int run_job(const job_options& opts, node_config cfg) {
     return 2;
   }
   cfg.listen = false;
-  node n{cfg, worker_registry{}, register_job_types};
+  // Transparent staging uses arenas already mapped only: one at start lets
+  // the shards take the RDMA path.
+  cfg.map_arena_at_start = true;
+  node n{cfg};
   if (auto err = n.start()) {
     std::fprintf(stderr, "ferry job: %s\n", describe(err).c_str());
     return 1;
   }
-  blocking_client client{n};
+  // The handler name the workers bind: this job's own.
+  char job_id[17];
+  std::snprintf(job_id, sizeof job_id, "%016llx",
+                static_cast<unsigned long long>(n.incarnation()));
+  auto handler = std::string{"job.sort."} + job_id;
 
   // 1. Connect and spawn one worker per node through its gateway.
   std::vector<caf::actor> workers;
+  std::vector<uint64_t> worker_nodes;
   std::vector<std::string> names;
   for (const auto& endpoint : opts.nodes) {
     auto hello = n.connect(endpoint);
@@ -170,7 +169,7 @@ int run_job(const job_options& opts, node_config cfg) {
     self
       ->request(caf::actor_cast<gateway_actor>(hello->gateway),
                 cfg.request_timeout(), spawn_atom::value,
-                std::string{sort_worker_name}, caf::make_message())
+                std::string{sort_worker_name}, caf::make_message(handler))
       .receive([&](caf::actor& w) { workers.push_back(std::move(w)); },
                [&](caf::error& err) { failed = std::move(err); });
     if (failed) {
@@ -179,12 +178,14 @@ int run_job(const job_options& opts, node_config cfg) {
       return 1;
     }
     names.push_back(endpoint);
-    std::printf("[job] connected to %s (worker %016llx), spawned a sort worker\n",
-                endpoint.c_str(),
-                static_cast<unsigned long long>(hello->worker_id));
+    worker_nodes.push_back(hello->worker_id);
+    std::printf("[job] connected to %s (worker %016llx), spawned a sort worker as "
+                "handler '%s'\n",
+                endpoint.c_str(), static_cast<unsigned long long>(hello->worker_id),
+                handler.c_str());
   }
 
-  // 2. Stage the input shards here and compute the expected results.
+  // 2. Make the input shards and compute the expected results.
   auto shard_count = opts.nodes.size() * std::max<uint32_t>(1, opts.shards_per_node);
   auto shard_bytes = std::max<uint64_t>(4, opts.total_bytes / shard_count / 4 * 4);
   std::vector<shard_plan> plan;
@@ -198,20 +199,13 @@ int run_job(const job_options& opts, node_config cfg) {
     p.expected = sort_shard(sorted);
     p.sorted_checksum = checksum64(sorted.data(), sorted.size());
     p.worker = s % workers.size();
-    auto h = client.register_data_pinned(std::move(bytes));
-    if (!h) {
-      std::fprintf(stderr, "ferry job: staging failed: %s\n",
-                   describe(h.error()).c_str());
-      return 1;
-    }
-    p.input = *h;
+    p.input = std::move(bytes);
     plan.push_back(std::move(p));
-    std::printf("[job] staged shard %llu/%llu (%.1f MiB) as %s\n",
+    std::printf("[job] made shard %llu/%llu (%.1f MiB)\n",
                 static_cast<unsigned long long>(s + 1),
-                static_cast<unsigned long long>(shard_count), mib(shard_bytes),
-                to_string(*h).c_str());
+                static_cast<unsigned long long>(shard_count), mib(shard_bytes));
   }
-  std::printf("[job] staged %.1f MiB in %zu shards in %.2fs; dispatching\n",
+  std::printf("[job] made %.1f MiB in %zu shards in %.2fs; calling the workers\n",
               mib(shard_bytes * shard_count), plan.size(),
               std::chrono::duration<double>(clock_type::now() - t_stage).count());
   std::fflush(stdout);
@@ -220,10 +214,11 @@ int run_job(const job_options& opts, node_config cfg) {
   auto done = std::make_shared<std::promise<job_outcome>>();
   auto future = done->get_future();
   coordinator_state init;
-  init.plan = plan;
-  init.workers = workers;
+  init.plan = std::move(plan);
+  init.worker_nodes = worker_nodes;
   init.worker_names = names;
-  init.consumer = n.consumer();
+  init.handler = handler;
+  init.messenger = n.messenger();
   init.timeout = cfg.transfer_timeout();
   init.done = done;
   auto t0 = clock_type::now();
@@ -261,14 +256,14 @@ int run_job(const job_options& opts, node_config cfg) {
               "  path decisions      rdma ok: %.0f, chunked: %.0f (this node, "
               "owner and consumer)\n"
               "  result              %s\n",
-              workers.size(), static_cast<size_t>(outcome.verified), plan.size(),
+              workers.size(), static_cast<size_t>(outcome.verified), static_cast<size_t>(shard_count),
               mib(moved), mib(input_bytes), mib(outcome.result_bytes), secs,
               mib(moved) / secs, rdma_ok, chunked,
               outcome.failure.empty() ? "OK" : outcome.failure.c_str());
   std::fflush(stdout);
   if (!opts.summary_json.empty()) {
     nlohmann::json j{{"nodes", workers.size()},
-                     {"shards", plan.size()},
+                     {"shards", static_cast<size_t>(shard_count)},
                      {"verified", outcome.verified},
                      {"bytes_moved", moved},
                      {"seconds", secs},

@@ -1,41 +1,30 @@
-// The example distributed job's messages: a coordinator sends each worker a
-// shard by handle; the worker sorts it, stages the sorted shard on its own
-// node and answers a shard_result (by handle, plus the small statistics).
-// Every node of a cluster registers these types (register_job_types).
+// The example distributed job's messages. The coordinator calls each
+// worker's named handler with a shard as the payload; the worker sorts it
+// and replies the sorted shard with its statistics in headers. The shards
+// go by handle without any handle code here: the messenger stages payloads
+// above its threshold and fetches them before a handler runs.
 #pragma once
 
-#include <cstdint>
-#include <vector>
+#include <optional>
+#include <string>
 
-#include <caf/actor_system_config.hpp>
-#include <caf/atom.hpp>
-#include <caf/meta/type_name.hpp>
-
-#include "protocol/data_handle.hpp"
+#include "apps/shard_math.hpp"
+#include "protocol/messenger_wire.hpp"
 
 namespace ferry::app {
 
-using job_task_atom = caf::atom_constant<caf::atom("job_task")>;
-
-/// The name gateways spawn the job's worker under.
+/// The name gateways spawn the job's worker under. The spawn's one
+/// argument is the handler name the worker binds on its node's messenger.
 constexpr const char* sort_worker_name = "sort_worker";
 
 constexpr size_t histogram_bins = 256; // by the top byte of each value
 
-struct shard_result {
-  uint64_t shard = 0;
-  data_handle sorted;                 // the sorted shard, staged on the worker's node
-  uint64_t count = 0;                 // values in the shard
-  uint64_t sum = 0;                   // sum of the values (mod 2^64)
-  std::vector<uint64_t> histogram;    // histogram_bins counts
-};
+/// The statistics of a sorted shard as reply headers (count, sum, and the
+/// histogram as comma-separated counts).
+void put_stats(messenger::headers& h, const shard_stats& s);
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, shard_result& x) {
-  return f(caf::meta::type_name("ferry::app::shard_result"), x.shard, x.sorted,
-           x.count, x.sum, x.histogram);
-}
-
-void register_job_types(caf::actor_system_config& cfg);
+/// The statistics back from reply headers; none when any is missing or
+/// malformed.
+std::optional<shard_stats> take_stats(const messenger::headers& h);
 
 } // namespace ferry::app

@@ -3,6 +3,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/messenger_interface.hpp"
 #include "apps/job_types.hpp"
 #include "apps/shard_math.hpp"
 #include "protocol/errors.hpp"
@@ -11,34 +12,20 @@ namespace ferry::app {
 
 namespace {
 
-caf::behavior sort_worker(caf::event_based_actor* self, node_context ctx) {
+using messenger::envelope;
+
+caf::behavior sort_worker(caf::event_based_actor*, int) {
   return {
-    [=](job_task_atom, uint64_t shard, const data_handle& input) {
-      auto rp = self->make_response_promise();
-      self->request(ctx.consumer, ctx.get_timeout(), get_atom::value, input)
-        .then(
-          [=](byte_buffer& bytes, uint64_t lease) mutable {
-            // The input is ours alone: release it so its owner frees it.
-            self->request(ctx.consumer, ctx.request_timeout, release_atom::value,
-                          input, lease)
-              .then([](uint64_t, bool) {},
-                    [=](caf::error& err) {
-                      spdlog::warn("release of shard {} failed: {}", shard,
-                                   describe(err));
-                    });
-            auto stats = sort_shard(bytes);
-            self
-              ->request(ctx.owner, ctx.transfer_timeout, register_pinned_atom::value,
-                        std::move(bytes), uint64_t{0})
-              .then(
-                [=](data_handle& sorted) mutable {
-                  rp.deliver(shard_result{shard, sorted, stats.count, stats.sum,
-                                          stats.histogram});
-                },
-                [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-          },
-          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
-      return rp;
+    [](handle_msg_atom, envelope& in) -> caf::result<envelope> {
+      if (in.payload.size() % 4 != 0)
+        return make_error(errc::invalid_argument,
+                          "a shard of " + std::to_string(in.payload.size())
+                            + " bytes is not a whole number of uint32 values");
+      envelope out;
+      out.hdrs["shard"] = in.hdrs["shard"];
+      put_stats(out.hdrs, sort_shard(in.payload));
+      out.payload = std::move(in.payload);
+      return out;
     },
   };
 }
@@ -48,8 +35,18 @@ caf::behavior sort_worker(caf::event_based_actor* self, node_context ctx) {
 worker_registry job_workers() {
   worker_registry r;
   r[sort_worker_name] = [](caf::actor_system& sys, const node_context& ctx,
-                           const caf::message&) -> caf::expected<caf::actor> {
-    return sys.spawn<caf::detached>(sort_worker, ctx);
+                           const caf::message& args) -> caf::expected<caf::actor> {
+    if (args.size() != 1 || !args.match_element<std::string>(0))
+      return make_error(errc::invalid_argument,
+                        "sort_worker takes one argument: its handler name");
+    auto name = args.get_as<std::string>(0);
+    auto worker = sys.spawn<caf::detached>(sort_worker, 0);
+    // Enqueued now, so the messenger has the name before anyone who
+    // learns of this spawn can call it.
+    caf::anon_send(caf::actor_cast<messenger_actor>(ctx.messenger), bind_atom::value,
+                   name, worker);
+    spdlog::info("sort worker bound as '{}'", name);
+    return worker;
   };
   return r;
 }

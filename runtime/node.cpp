@@ -240,6 +240,8 @@ caf::error node::start() {
                                           + ": " + e.what());
     }
   }
+  if (cfg_.map_arena_at_start)
+    map_first_arena();
   if (cfg_.listen) {
     auto port = sys_->middleman().publish(gateway_, cfg_.port,
                                           cfg_.bind_host.c_str(), true);
@@ -328,6 +330,21 @@ caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) 
     .receive([](caf::ok_atom) {},
              [&](caf::error& err) { result = std::move(err); });
   return result;
+}
+
+void node::map_first_arena() {
+  if (!pool_)
+    return;
+  // A block of one byte maps the first pooled arena; the pool keeps the
+  // arena mapped when the block goes back.
+  caf::scoped_actor self{*sys_};
+  self->request(pool_, cfg_.request_timeout(), pool_alloc_atom::value, uint64_t{1}, true)
+    .receive([](pinned_ptr&) {},
+             [](caf::error& err) {
+               spdlog::warn("no arena mapped at start (messenger payloads staged "
+                            "here take the chunked path): {}",
+                            describe(err));
+             });
 }
 
 void node::drain_rdma() {

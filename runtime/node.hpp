@@ -105,6 +105,7 @@ private:
   caf::expected<gateway_actor> dial_gateway(const std::string& host, uint16_t port);
   void destroy_system(std::chrono::milliseconds bound);
   void drain_rdma();
+  void map_first_arena();
   peer_hello hello() const;
 
   node_config cfg_;

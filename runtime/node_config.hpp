@@ -60,6 +60,10 @@ struct node_config {
   uint64_t retain_arena_bytes = 64 * MiB;
   uint64_t shutdown_timeout_ms = 30000;
   uint64_t drop_dereg_timeout_ms = 30000;
+  // Map the first pooled arena at start. Transparent staging never maps one
+  // (a send must not stall on a registration), so without an explicit
+  // pinned registration a node's messenger payloads stay on the chunked path.
+  bool map_arena_at_start = false;
 
   // -- logging -----------------------------------------------------------------
   std::string log_level = "info";

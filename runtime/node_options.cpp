@@ -85,6 +85,10 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_option("--arena-reclaim-after-ms", cfg.arena_reclaim_after_ms,
                  "Unmap empty pooled arenas after this long (0: never)")
     ->capture_default_str();
+  app.add_option("--map-arena-at-start", cfg.map_arena_at_start,
+                 "Map the first arena at start, so messenger payloads staged here "
+                 "can take the RDMA path (a send never maps one)")
+    ->capture_default_str();
   app.add_option("--retain-arena-bytes", cfg.retain_arena_bytes)
     ->capture_default_str();
   app.add_option("--shutdown-timeout-ms", cfg.shutdown_timeout_ms)

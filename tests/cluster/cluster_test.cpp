@@ -18,6 +18,7 @@
 #include "protocol/rv_messages.hpp"
 #include "runtime/blocking_client.hpp"
 #include "runtime/checksum.hpp"
+#include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
 
@@ -39,7 +40,7 @@ struct Cluster : ::testing::Test {
   explicit Cluster(std::vector<std::string> remote_args = {},
                    node_config local_cfg = client_config())
     : remote(std::move(remote_args)),
-      local(local_cfg, worker_registry{}, app::register_job_types),
+      local(local_cfg),
       client(local) {
     if (auto err = local.start())
       throw std::runtime_error(describe(err));
@@ -493,23 +494,22 @@ TEST(ClusterFaults, ADeadPeerIsForgottenByTheGateway) {
   EXPECT_TRUE(gone);
 }
 
-TEST(ClusterJob, RemoteSpawnWithHandlesInMessages) {
+TEST(ClusterJob, ARemotelySpawnedWorkerServesANamedHandler) {
   node_process worker_node;
-  node local{client_config(), worker_registry{}, app::register_job_types};
+  node local{client_config()};
   ASSERT_FALSE(local.start());
   auto hello = local.connect(worker_node.endpoint());
   ASSERT_TRUE(hello);
-  blocking_client client{local};
   caf::scoped_actor self{local.system()};
   caf::actor worker;
   self
     ->request(caf::actor_cast<gateway_actor>(hello->gateway), 10s,
               spawn_atom::value, std::string{app::sort_worker_name},
-              caf::make_message())
+              caf::make_message(std::string{"test.sort"}))
     .receive([&](caf::actor& w) { worker = w; },
              [&](caf::error& err) { FAIL() << describe(err); });
   ASSERT_TRUE(worker);
-  // An unknown worker type is a clear error.
+  // An unknown worker type, or a worker without its name, is a clear error.
   self
     ->request(caf::actor_cast<gateway_actor>(hello->gateway), 10s,
               spawn_atom::value, std::string{"no_such_worker"}, caf::make_message())
@@ -517,23 +517,27 @@ TEST(ClusterJob, RemoteSpawnWithHandlesInMessages) {
              [&](caf::error& err) {
                EXPECT_TRUE(is(err, errc::unknown_worker_type)) << describe(err);
              });
+  self
+    ->request(caf::actor_cast<gateway_actor>(hello->gateway), 10s,
+              spawn_atom::value, std::string{app::sort_worker_name}, caf::make_message())
+    .receive([&](caf::actor&) { FAIL() << "spawned a worker with no name"; },
+             [&](caf::error& err) {
+               EXPECT_TRUE(is(err, errc::invalid_argument)) << describe(err);
+             });
+  // A 3 MiB shard goes by handle both ways; the handler saw plain bytes.
   auto shard = app::make_shard(7, 0, 3 * 1024 * 1024);
   auto expected = shard;
   auto stats = app::sort_shard(expected);
-  auto input = client.register_data(shard);
-  ASSERT_TRUE(input);
-  app::shard_result result;
-  self->request(worker, 60s, app::job_task_atom::value, uint64_t{0}, *input)
-    .receive([&](app::shard_result& r) { result = r; },
-             [&](caf::error& err) { FAIL() << describe(err); });
-  EXPECT_EQ(result.sorted.owner(), worker_node.worker_id());
-  EXPECT_EQ(result.sum, stats.sum);
-  EXPECT_EQ(result.histogram, stats.histogram);
-  auto sorted = client.get(result.sorted);
-  ASSERT_TRUE(sorted);
-  EXPECT_EQ(sorted->bytes, expected);
-  ASSERT_TRUE(client.release(result.sorted, sorted->lease_id));
-  // The worker released our input: its slot is gone.
-  EXPECT_FALSE(client.metadata(*input));
+  messenger_client m{local};
+  auto reply = m.call(hello->worker_id, "test.sort", shard, {{"shard", "0"}}, 60s);
+  ASSERT_TRUE(reply) << describe(reply.error());
+  auto got = app::take_stats(reply->hdrs);
+  ASSERT_TRUE(got);
+  EXPECT_EQ(got->sum, stats.sum);
+  EXPECT_EQ(got->histogram, stats.histogram);
+  EXPECT_EQ(reply->payload, expected);
+  EXPECT_EQ(reply->hdrs["shard"], "0");
+  // Both staged copies are gone (single use).
+  EXPECT_EQ(test::registry_value(local.metrics_registry(), "ferry_rendezvous_slots"), 0);
   caf::anon_send_exit(worker, caf::exit_reason::user_shutdown);
 }
