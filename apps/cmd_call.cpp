@@ -86,6 +86,9 @@ void run_call(const call_command& cmd) {
 void add_call_command(CLI::App& root) {
   auto cmd = std::make_shared<call_command>();
   cmd->cfg.log_level = "warn"; // a client command prints its own summary
+  // The payload is staged transparently, which never maps an arena: one
+  // mapped at start lets a large payload take the RDMA path.
+  cmd->cfg.map_arena_at_start = true;
   auto* sub = root.add_subcommand(
     "call", "Call a named handler on a node with a file as payload "
             "(built-in: ferry.echo, ferry.checksum)");

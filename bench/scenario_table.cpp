@@ -32,6 +32,13 @@ runner_factory rdma(ucx_transport t, rdma_mode mode) {
   };
 }
 
+// The messenger rows run over shared memory (the staged row's RDMA path).
+runner_factory messenger(bool staged) {
+  if (!ucx_built())
+    return {};
+  return [staged](const bench_options& o, int) { return make_messenger_runner(o, staged); };
+}
+
 runner_factory rdma_concurrent(ucx_transport t) {
   if (!ucx_built())
     return {};
@@ -39,9 +46,6 @@ runner_factory rdma_concurrent(ucx_transport t) {
     return make_ferry_rdma_concurrent_runner(o, n, t);
   };
 }
-
-const char* const needs_messenger =
-  "the messenger (payloads above staging_threshold staged by handle)";
 
 scenario_entry row(std::string name, std::string what, std::string limit,
                    runner_factory make, std::string needs = {}) {
@@ -124,11 +128,14 @@ std::vector<scenario_entry> build() {
         "ucx_get_raw_sm + the acquire round trip", rdma(ucx_transport::sm,
                                                        rdma_mode::into_pinned),
         no_ucx),
-    // -- ferry: messenger (hooks) ------------------------------------------
-    hook("ferry_messenger_staged", "a message whose payload the messenger stages",
-         "ferry_rdma_sm or ferry_chunked + one control message", needs_messenger),
-    hook("ferry_messenger_inline", "the same message sent inline (no staging)",
-         "caf_inline", needs_messenger),
+    // -- ferry: messenger ------------------------------------------------------
+    row("ferry_messenger_staged",
+        "a unary call to ferry.checksum; above 256 KiB the payload goes by handle",
+        "staging copy + ferry_rdma_sm's GET (no copy-out: the handler takes the "
+        "bytes) + two control messages",
+        messenger(true), no_ucx),
+    row("ferry_messenger_inline", "the same call with the payload inline at every size",
+        "caf_inline (one CAF message carries the payload)", messenger(false), no_ucx),
     // -- concurrency -------------------------------------------------------
     with(row("ferry_chunked_concurrent", "N consumer nodes pulling one handle at once",
              "the owner's one actor and the cores",

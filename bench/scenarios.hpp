@@ -63,4 +63,10 @@ std::unique_ptr<scenario_runner>
 make_ferry_rdma_concurrent_runner(const bench_options& opts, int consumers,
                                   ucx_transport transport);
 
+/// A unary messenger call to the peer's ferry.checksum with the payload:
+/// staged by handle above the threshold (RDMA over shared memory), or
+/// inline at every size.
+std::unique_ptr<scenario_runner> make_messenger_runner(const bench_options& opts,
+                                                       bool staged);
+
 } // namespace ferry::bench
