@@ -58,12 +58,6 @@ scenario_entry row(std::string name, std::string what, std::string limit,
   return e;
 }
 
-// A row whose feature is not built yet: reported as skipped.
-scenario_entry hook(std::string name, std::string what, std::string limit,
-                    std::string needs) {
-  return row(std::move(name), std::move(what), std::move(limit), {}, std::move(needs));
-}
-
 scenario_entry with(scenario_entry e, size_kind sizes, repeat_kind repeats,
                     bool per_consumer_count = false) {
   e.sizes = sizes;
