@@ -189,6 +189,26 @@ void prepare(messenger_ptr self, const caf::actor& target, envelope env,
       });
 }
 
+/// The handle a prepared envelope carries (it was staged), if any.
+std::optional<data_handle> staged_handle(const envelope& e) {
+  auto i = e.hdrs.find(messenger::handle_header);
+  if (i == e.hdrs.end())
+    return std::nullopt;
+  return parse_data_handle(i->second);
+}
+
+/// A call that failed with an answer (an error reply, its peer gone) no
+/// longer needs the copy staged for it: the owner drops it now rather than
+/// at its TTL. Harmless when the receiver already released it, and refused
+/// while a receiver's lease still reads it.
+void unstage(messenger_ptr self, const std::optional<data_handle>& h) {
+  if (!h)
+    return;
+  self->request(self->state.p.owner, self->state.p.cfg.request_timeout,
+                unstage_atom::value, *h)
+    .then([](bool) {}, [](caf::error&) {});
+}
+
 // -- receiving: the staged payload ---------------------------------------------------
 
 /// How a fetch ended, for the metrics and for what the message does next.
@@ -617,7 +637,9 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
               [=](caf::expected<envelope> out) mutable {
                 if (!out)
                   { rp.deliver(std::move(out.error())); return; }
-                auto id = track(self, to, [rp](caf::error e) mutable {
+                auto staged = staged_handle(*out);
+                auto id = track(self, to, [=](caf::error e) mutable {
+                  unstage(self, staged);
                   rp.deliver(std::move(e));
                 });
                 self
@@ -629,8 +651,13 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
                         take_reply(self, rp, std::move(reply), until);
                     },
                     [=](caf::error& err) mutable {
-                      if (untrack(self, id, to))
-                        rp.deliver(with_context(err, "the call to '" + name + "'"));
+                      if (!untrack(self, id, to))
+                        return;
+                      // At the caller's own timeout the receiver may still
+                      // be reading: the copy's TTL (the same deadline) ends it.
+                      if (err != caf::sec::request_timeout)
+                        unstage(self, staged);
+                      rp.deliver(with_context(err, "the call to '" + name + "'"));
                     });
               });
       return rp;
@@ -658,7 +685,11 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
               [=](caf::expected<envelope> out) mutable {
                 if (!out)
                   { forget(std::move(out.error())); return; }
-                auto call = track(self, to, forget);
+                auto staged = staged_handle(*out);
+                auto call = track(self, to, [=](caf::error e) mutable {
+                  unstage(self, staged);
+                  forget(std::move(e));
+                });
                 self
                   ->request(caf::actor_cast<messenger_actor>(to),
                             call_bound(self, std::nullopt), wire_open_atom::value,
@@ -676,8 +707,11 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
                       rp.deliver(id);
                     },
                     [=](caf::error& err) mutable {
-                      if (untrack(self, call, to))
-                        forget(with_context(err, "opening a stream from '" + name + "'"));
+                      if (!untrack(self, call, to))
+                        return;
+                      if (err != caf::sec::request_timeout)
+                        unstage(self, staged);
+                      forget(with_context(err, "opening a stream from '" + name + "'"));
                     });
               });
       return rp;

@@ -12,7 +12,9 @@
 //
 // - A staged payload of a call with a timeout lives at most that long on
 //   the sender (its TTL); one without lives at most the node's transfer
-//   timeout, so a payload nobody fetches is freed either way.
+//   timeout, so a payload nobody fetches is freed either way; a call that
+//   fails with an answer (an unknown handler, an error reply, its peer
+//   gone) drops it at once.
 // - Calls and streams to a node are failed at once when its messenger
 //   goes down (it is monitored), never at a long timeout.
 // Must never: block, run a handler function on its own thread, or let a

@@ -386,6 +386,16 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       }
       return std::move(*chunk);
     },
+    [=](unstage_atom, const data_handle& h) -> caf::result<bool> {
+      const auto& sender = self->current_sender();
+      if (!sender || sender->node() != self->node())
+        return make_error(errc::protocol_violation, "unstage is local only");
+      auto freed = self->state.store.unref(h);
+      if (!freed)
+        return freed.error();
+      update_gauges(self);
+      return *freed;
+    },
     [=](rv_ref_atom, const std::string& body) -> caf::result<std::string> {
       auto req = decode<rv_ref_request>(body);
       if (!req)

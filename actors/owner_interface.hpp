@@ -40,6 +40,9 @@ using owner_actor = caf::typed_actor<
   // a range outside the region, errc::draining while it is unregistered.
   caf::replies_to<region_stage_atom, external_region_ptr, uint64_t, uint64_t,
                   uint64_t>::with<data_handle>,
+  // Local only (from this node's messenger): the stager drops its own
+  // reference to a payload nobody will fetch; answers whether it was freed.
+  caf::replies_to<unstage_atom, data_handle>::with<bool>,
   // The shutdown drain: stop answering RDMA, copy pinned (arena) slots to
   // plain memory; answers how many were copied.
   caf::replies_to<drain_atom>::with<uint64_t>,

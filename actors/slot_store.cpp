@@ -207,6 +207,19 @@ caf::expected<uint64_t> slot_store::ref(const data_handle& h) {
   return ++s->refcount;
 }
 
+caf::expected<bool> slot_store::unref(const data_handle& h) {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
+  // Each lease will drop a reference when it is released: those stay.
+  if (s->refcount <= s->leases.size())
+    return make_error(errc::invalid_argument,
+                      "the references of " + to_string(h) + " belong to its leases");
+  --s->refcount;
+  free_if_unreferenced(h.lo);
+  return slots_.count(h.lo) == 0;
+}
+
 void slot_store::forget_lease(const lease& l) {
   if (l.deadline_period > duration::zero())
     --deadline_count_;

@@ -5,7 +5,8 @@
 // Rules:
 // - register_data gives a slot with refcount 1; ref adds one.
 // - acquire takes a read lock (a lease) and opens one chunked transfer.
-// - detach drops a lease; release drops a lease and one reference.
+// - detach drops a lease; release drops a lease and one reference; unref
+//   drops a reference no lease holds (never one a lease will release).
 // - A slot is freed when its refcount is zero and no lease remains.
 // - A lease acquired with a deadline ends when no pull or renewal touches it
 //   within that time; a slot with a time-to-live is freed at its expiry with
@@ -130,6 +131,11 @@ public:
                                  time_point now);
 
   caf::expected<uint64_t> ref(const data_handle& h);
+
+  /// Drops one reference held by no lease (the stager's own, when nobody
+  /// will fetch the payload); whether the slot was freed. Refused while
+  /// every reference belongs to a lease that will release it.
+  caf::expected<bool> unref(const data_handle& h);
 
   caf::error detach(const data_handle& h, uint64_t lease_id);
 

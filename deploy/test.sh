@@ -26,4 +26,5 @@ cmake_args+=(${FERRY_CMAKE_ARGS:-})
 echo "== running the tests"
 cd "$build_dir"
 # Fuzz targets run in their own clang build (see .ci/run).
-ctest --output-on-failure --timeout 300 -LE fuzz "$@"
+# Two at a time (FERRY_JOBS): the process tests wait more than they compute.
+ctest --output-on-failure --timeout 300 -j "${FERRY_JOBS:-2}" -LE fuzz "$@"

@@ -18,6 +18,7 @@ using rv_lease_renew_atom = caf::atom_constant<caf::atom("rv_renew")>;
 // Owner housekeeping.
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using register_pinned_atom = caf::atom_constant<caf::atom("reg_pinned")>;
+using unstage_atom = caf::atom_constant<caf::atom("unstage")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using arm_atom = caf::atom_constant<caf::atom("arm")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;

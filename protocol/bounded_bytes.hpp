@@ -18,6 +18,16 @@
 
 namespace ferry {
 
+/// Saves [data, data + n) as one sequence of raw bytes (the wire form of a
+/// std::vector<char>).
+caf::error save_byte_sequence(caf::serializer& sink, const char* data, size_t n);
+
+/// Reads a sequence's stated length into `n`, refusing one over `max` or
+/// over the bytes the message still holds before anything is allocated;
+/// `what` names the field in the error.
+caf::error load_sequence_length(caf::deserializer& source, size_t max, size_t& n,
+                                const char* what = "a field");
+
 struct bounded_bytes {
   std::vector<char>& bytes;
   size_t max;

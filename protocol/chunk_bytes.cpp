@@ -1,9 +1,8 @@
 #include "protocol/chunk_bytes.hpp"
 
-#include <caf/binary_deserializer.hpp>
-#include <caf/sec.hpp>
+#include <cstdint>
 
-#include <string>
+#include "protocol/bounded_bytes.hpp"
 
 namespace ferry {
 
@@ -23,24 +22,13 @@ chunk_bytes chunk_bytes::allocate(size_t size, char** fill) {
 }
 
 caf::error chunk_bytes::save(caf::serializer& sink) const {
-  auto n = size_;
-  if (auto err = sink.begin_sequence(n))
-    return err;
-  if (n > 0) // apply_raw only reads when saving
-    if (auto err = sink.apply_raw(n, const_cast<char*>(data_)))
-      return err;
-  return sink.end_sequence();
+  return save_byte_sequence(sink, data_, size_);
 }
 
 caf::error chunk_bytes::load(caf::deserializer& source) {
   size_t n = 0;
-  if (auto err = source.begin_sequence(n))
+  if (auto err = load_sequence_length(source, SIZE_MAX, n, "a chunk"))
     return err;
-  if (auto* binary = dynamic_cast<caf::binary_deserializer*>(&source);
-      binary && n > binary->remaining())
-    return caf::make_error(caf::sec::end_of_stream,
-                           "chunk states " + std::to_string(n) + " bytes, "
-                             + std::to_string(binary->remaining()) + " remain");
   char* fill = nullptr;
   auto fresh = allocate(n, &fill);
   if (n > 0)

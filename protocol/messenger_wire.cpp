@@ -1,46 +1,19 @@
 #include "protocol/messenger_wire.hpp"
 
-#include <caf/binary_deserializer.hpp>
 #include <caf/sec.hpp>
 
 namespace ferry::messenger {
 
 namespace {
 
-caf::error too_long(const char* what, size_t n, size_t max) {
-  return caf::make_error(caf::sec::invalid_argument,
-                         std::string{what} + " states " + std::to_string(n)
-                           + ", at most " + std::to_string(max) + " allowed");
-}
-
-/// A stated length the message cannot hold (checked before allocating).
-caf::error past_end(caf::deserializer& source, size_t n) {
-  if (auto* binary = dynamic_cast<caf::binary_deserializer*>(&source);
-      binary && n > binary->remaining())
-    return caf::make_error(caf::sec::end_of_stream,
-                           "a field states " + std::to_string(n) + " bytes, "
-                             + std::to_string(binary->remaining()) + " remain");
-  return caf::none;
-}
-
 caf::error save_text(caf::serializer& sink, const std::string& s) {
-  auto n = s.size();
-  if (auto err = sink.begin_sequence(n))
-    return err;
-  if (n > 0)
-    if (auto err = sink.apply_raw(n, const_cast<char*>(s.data())))
-      return err;
-  return sink.end_sequence();
+  return save_byte_sequence(sink, s.data(), s.size());
 }
 
 caf::error load_text(caf::deserializer& source, std::string& s, size_t max,
                      const char* what) {
   size_t n = 0;
-  if (auto err = source.begin_sequence(n))
-    return err;
-  if (n > max)
-    return too_long(what, n, max);
-  if (auto err = past_end(source, n))
+  if (auto err = load_sequence_length(source, max, n, what))
     return err;
   s.resize(n);
   if (n > 0)
@@ -77,7 +50,10 @@ caf::error bounded_headers::load(caf::deserializer& source) {
   if (auto err = source.begin_sequence(n))
     return err;
   if (n > envelope_limits::max_headers)
-    return too_long("the header count", n, envelope_limits::max_headers);
+    return caf::make_error(caf::sec::invalid_argument,
+                           "the header count states " + std::to_string(n) + ", at most "
+                             + std::to_string(envelope_limits::max_headers)
+                             + " allowed");
   hdrs.clear();
   for (size_t i = 0; i < n; ++i) {
     std::string k;

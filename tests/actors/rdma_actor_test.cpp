@@ -46,7 +46,7 @@ struct ActorRdma : ferry::test::ActorFixture {
     owner_rdma_links links;
     links.pool = pool;
     remote_owner = spawn_owner(sys, remote, oc, &remote_om, links);
-    peers->put(remote, {caf::actor_cast<caf::actor>(remote_owner), true});
+    peers->put(remote, {caf::actor_cast<caf::actor>(remote_owner), true, caf::actor{}});
     reader = std::make_shared<fake_rdma_reader>(sys, pool, memory);
     use_consumers([](consumer_config&) {});
   }

@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "protocol/byte_buffer.hpp"
@@ -84,6 +85,18 @@ double registry_value(prometheus::Registry& registry, const std::string& name);
 
 /// A deterministic payload of n bytes.
 byte_buffer payload(size_t n, uint64_t seed = 1);
+
+/// Polls `pred` until it holds, at most `bound`; false when it never did.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds bound = std::chrono::seconds{10}) {
+  auto until = std::chrono::steady_clock::now() + bound;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{5});
+  }
+  return true;
+}
 
 /// A fresh temporary directory.
 std::string temp_dir();

@@ -36,16 +36,10 @@ std::string peer_bin() {
   return FERRY_MESSENGER_PEER;
 }
 
-/// Polls `pred` until it holds, at most `limit`.
+/// Polls `pred` until it holds, by default at most 20 s.
 template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds limit = 20s) {
-  auto until = std::chrono::steady_clock::now() + limit;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until)
-      return false;
-    std::this_thread::sleep_for(10ms);
-  }
-  return true;
+bool eventually(Pred pred, std::chrono::milliseconds bound = std::chrono::seconds{20}) {
+  return test::eventually(pred, bound);
 }
 
 node_config local_config() {
@@ -318,6 +312,14 @@ TEST_F(Messenger, AnUnknownHandlerIsAnErrorNamingIt) {
   EXPECT_EQ(peer_metric("ferry_messenger_calls_total{handler=\"(unknown)\","
                         "result=\"unknown_handler\"}"),
             1);
+  // A staged payload nobody will fetch is dropped at the error, not at its
+  // TTL (here the transfer timeout: minutes).
+  auto staged = m->call(peer_id, "no.such.handler", test::payload(2 * MiB, 1));
+  ASSERT_FALSE(staged);
+  EXPECT_TRUE(is(staged.error(), errc::unknown_handler)) << describe(staged.error());
+  EXPECT_EQ(local_metric("ferry_messenger_staged_payloads_total"), 1);
+  EXPECT_TRUE(eventually([&] { return local_metric("ferry_rendezvous_slots") == 0; }, 5s));
+  EXPECT_EQ(local_metric("ferry_rendezvous_slots_expired_total"), 0);
 }
 
 TEST_F(Messenger, ACallToANodeThatGoesDownFailsAsPeerDownNotAtItsTimeout) {

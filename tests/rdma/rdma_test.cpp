@@ -30,6 +30,7 @@
 
 using namespace ferry;
 using namespace std::chrono_literals;
+using test::eventually;
 using test::node_process;
 
 namespace {
@@ -367,18 +368,6 @@ nlohmann::json engine_stat(node& n) {
     .receive([&](std::string& text) { out = nlohmann::json::parse(text); },
              [&](caf::error& err) { ADD_FAILURE() << describe(err); });
   return out;
-}
-
-/// Waits (bounded) until `pred` holds.
-template <class Pred>
-bool eventually(Pred pred, std::chrono::milliseconds bound = 10s) {
-  auto until = std::chrono::steady_clock::now() + bound;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until)
-      return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
 }
 
 double cpu_seconds() {

@@ -97,6 +97,24 @@ TEST_F(SlotStore, ReleaseTwiceIsAnError) {
   EXPECT_EQ(store.metadata(h)->refcount, 1u); // the bad call changed nothing
 }
 
+TEST_F(SlotStore, UnrefDropsAReferenceNoLeaseHoldsAndNeverOneALeaseWillRelease) {
+  // Nobody fetched it: the stager's reference goes, and the slot with it.
+  auto unread = store.register_data(bytes_of(8), t0);
+  auto freed = store.unref(unread);
+  ASSERT_TRUE(freed);
+  EXPECT_TRUE(*freed);
+  EXPECT_TRUE(is(store.metadata(unread).error(), errc::unknown_handle));
+  EXPECT_FALSE(store.unref(unread)); // gone
+  // A reader holds a lease: its release will drop the only reference.
+  auto read = store.register_data(bytes_of(8), t0);
+  auto lease = store.acquire(read, t0)->lease_id;
+  EXPECT_TRUE(is(store.unref(read).error(), errc::invalid_argument));
+  EXPECT_EQ(store.metadata(read)->refcount, 1u);
+  auto r = store.release(read, lease);
+  ASSERT_TRUE(r);
+  EXPECT_TRUE(r->freed);
+}
+
 TEST_F(SlotStore, RefAllowsTwoConsumers) {
   auto h = store.register_data(bytes_of(8), t0);
   EXPECT_EQ(*store.ref(h), 2u);
