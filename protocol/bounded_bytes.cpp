@@ -38,14 +38,7 @@ caf::error bounded_bytes::save(caf::serializer& sink) const {
 }
 
 caf::error bounded_bytes::load(caf::deserializer& source) {
-  size_t n = 0;
-  if (auto err = load_sequence_length(source, max, n))
-    return err;
-  bytes.resize(n);
-  if (n > 0)
-    if (auto err = source.apply_raw(n, bytes.data()))
-      return err;
-  return source.end_sequence();
+  return load_byte_sequence(source, bytes, max);
 }
 
 } // namespace ferry

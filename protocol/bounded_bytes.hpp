@@ -28,6 +28,35 @@ caf::error save_byte_sequence(caf::serializer& sink, const char* data, size_t n)
 caf::error load_sequence_length(caf::deserializer& source, size_t max, size_t& n,
                                 const char* what = "a field");
 
+/// Loads a sequence of raw bytes into `c` (a std::vector<char> or a
+/// std::string) with the bound of load_sequence_length: nothing is
+/// allocated for a length that is refused.
+template <class Container>
+caf::error load_byte_sequence(caf::deserializer& source, Container& c, size_t max,
+                              const char* what = "a field") {
+  size_t n = 0;
+  if (auto err = load_sequence_length(source, max, n, what))
+    return err;
+  c.resize(n);
+  if (n > 0)
+    if (auto err = source.apply_raw(n, c.data()))
+      return err;
+  return source.end_sequence();
+}
+
+/// inspect() for a type with its own save(serializer&) and
+/// load(deserializer&); any other inspector (to_string) gets `describe()`.
+template <class Inspector, class T, class Describe>
+typename Inspector::result_type inspect_by_save_load(Inspector& f, T& x,
+                                                     Describe describe) {
+  if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
+    return x.save(f);
+  else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
+    return x.load(f);
+  else
+    return describe(f);
+}
+
 struct bounded_bytes {
   std::vector<char>& bytes;
   size_t max;
@@ -38,12 +67,7 @@ struct bounded_bytes {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, bounded_bytes& x) {
-  if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
-    return x.save(f);
-  else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
-    return x.load(f);
-  else
-    return f(x.bytes);
+  return inspect_by_save_load(f, x, [&](Inspector& g) { return g(x.bytes); });
 }
 
 } // namespace ferry

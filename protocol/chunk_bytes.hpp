@@ -20,6 +20,8 @@
 #include <caf/meta/type_name.hpp>
 #include <caf/serializer.hpp>
 
+#include "protocol/bounded_bytes.hpp"
+
 namespace ferry {
 
 class chunk_bytes {
@@ -51,12 +53,10 @@ private:
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, chunk_bytes& x) {
-  if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
-    return x.save(f);
-  else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
-    return x.load(f);
-  else // e.g. to_string: the size, not the bytes
-    return f(caf::meta::type_name("ferry::chunk_bytes"), x.size());
+  // e.g. to_string: the size, not the bytes
+  return inspect_by_save_load(f, x, [&](Inspector& g) {
+    return g(caf::meta::type_name("ferry::chunk_bytes"), x.size());
+  });
 }
 
 } // namespace ferry

@@ -4,32 +4,12 @@
 
 namespace ferry::messenger {
 
-namespace {
-
-caf::error save_text(caf::serializer& sink, const std::string& s) {
-  return save_byte_sequence(sink, s.data(), s.size());
-}
-
-caf::error load_text(caf::deserializer& source, std::string& s, size_t max,
-                     const char* what) {
-  size_t n = 0;
-  if (auto err = load_sequence_length(source, max, n, what))
-    return err;
-  s.resize(n);
-  if (n > 0)
-    if (auto err = source.apply_raw(n, s.data()))
-      return err;
-  return source.end_sequence();
-}
-
-} // namespace
-
 caf::error bounded_string::save(caf::serializer& sink) const {
-  return save_text(sink, text);
+  return save_byte_sequence(sink, text.data(), text.size());
 }
 
 caf::error bounded_string::load(caf::deserializer& source) {
-  return load_text(source, text, max, "a name");
+  return load_byte_sequence(source, text, max, "a name");
 }
 
 caf::error bounded_headers::save(caf::serializer& sink) const {
@@ -37,9 +17,9 @@ caf::error bounded_headers::save(caf::serializer& sink) const {
   if (auto err = sink.begin_sequence(n))
     return err;
   for (auto& [k, v] : hdrs) {
-    if (auto err = save_text(sink, k))
+    if (auto err = save_byte_sequence(sink, k.data(), k.size()))
       return err;
-    if (auto err = save_text(sink, v))
+    if (auto err = save_byte_sequence(sink, v.data(), v.size()))
       return err;
   }
   return sink.end_sequence();
@@ -58,10 +38,10 @@ caf::error bounded_headers::load(caf::deserializer& source) {
   for (size_t i = 0; i < n; ++i) {
     std::string k;
     std::string v;
-    if (auto err = load_text(source, k, envelope_limits::max_header_key,
+    if (auto err = load_byte_sequence(source, k, envelope_limits::max_header_key,
                              "a header key"))
       return err;
-    if (auto err = load_text(source, v, envelope_limits::max_header_value,
+    if (auto err = load_byte_sequence(source, v, envelope_limits::max_header_value,
                              "a header value"))
       return err;
     hdrs.insert_or_assign(std::move(k), std::move(v));

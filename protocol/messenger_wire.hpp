@@ -57,24 +57,14 @@ struct bounded_string {
   caf::error load(caf::deserializer& source);
 };
 
-template <class Inspector, class Bounded>
-typename Inspector::result_type inspect_bounded(Inspector& f, Bounded& x) {
-  if constexpr (std::is_base_of_v<caf::serializer, Inspector>)
-    return x.save(f);
-  else if constexpr (std::is_base_of_v<caf::deserializer, Inspector>)
-    return x.load(f);
-  else
-    return f(caf::meta::type_name("ferry::messenger::bounded"));
-}
-
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, bounded_headers& x) {
-  return inspect_bounded(f, x);
+  return inspect_by_save_load(f, x, [&](Inspector& g) { return g(x.hdrs); });
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, bounded_string& x) {
-  return inspect_bounded(f, x);
+  return inspect_by_save_load(f, x, [&](Inspector& g) { return g(x.text); });
 }
 
 template <class Inspector>
