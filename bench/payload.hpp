@@ -3,7 +3,7 @@
 // Both processes of a scenario fill with the same (seed, size), so the
 // receiver verifies what arrived without trusting anything the sender says:
 // a byte out of place (a chunk at the wrong offset, a short read) changes
-// the checksum, because ferry::checksum64 mixes each word's position in.
+// the checksum, because ferry::checksum64 (XXH3) depends on the order.
 // Must never: allocate the buffer it fills (callers own their memory).
 #pragma once
 

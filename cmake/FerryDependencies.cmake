@@ -20,6 +20,10 @@ set_target_properties(caf::io PROPERTIES IMPORTED_LOCATION ${CAF_IO_LIBRARY}
 
 find_library(NUMA_LIBRARY numa)
 
+# xxHash (libxxhash-dev) backs checksum64; it is compiled in from its header
+# (XXH_INLINE_ALL), so nothing of it is linked or needed at run time.
+find_path(XXHASH_INCLUDE_DIR xxhash.h REQUIRED)
+
 if(FERRY_WITH_UCX)
   find_package(ucx QUIET)
   if(NOT ucx_FOUND)

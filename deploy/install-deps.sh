@@ -8,7 +8,7 @@ packages=(
   libcaf-dev libucx-dev ucx-utils
   libmsgpack-cxx-dev nlohmann-json3-dev prometheus-cpp-dev
   libnuma-dev libcli11-dev libspdlog-dev
-  libgtest-dev clang libfuzzer-14-dev
+  libgtest-dev clang libfuzzer-14-dev libxxhash-dev
   gnuplot-nox curl
 )
 
