@@ -138,6 +138,13 @@ void write_chunk(consumer_ptr self, const transfer::write_chunk& w) {
     st.ctx.metrics->chunks_pulled->Increment();
 }
 
+/// An empty buffer for a `len`-byte result: a warm one when the node keeps
+/// one that fits (no fresh pages to fault in), else a fresh one.
+byte_buffer result_room(consumer_ptr self, uint64_t len) {
+  auto& warm = self->state.ctx.warm;
+  return warm ? warm->take(len) : byte_buffer{};
+}
+
 /// The copied-out destination returns to the pool, or stays warm (a large
 /// one) for the next GET.
 void release_destination(consumer_ptr self, pinned_ptr block) {
@@ -175,7 +182,7 @@ void finish_get(consumer_ptr self, uint64_t len) {
     return apply(self, st.rules->on_get_done()); // the block is the result, or the writer
   auto block = st.block;
   char* into = st.into == transfer::into::raw ? st.dest.data : nullptr;
-  auto out = into ? nullptr : std::make_shared<byte_buffer>();
+  auto out = into ? nullptr : std::make_shared<byte_buffer>(result_room(self, len));
   copy_job job{into, block->data(), len, block, out};
   if (len >= bulk_copy_min && len <= sliced_copy_max) {
     st.copying.emplace(std::move(job));
@@ -342,6 +349,7 @@ void apply(consumer_ptr self, transfer::commands cmds) {
         } else if constexpr (std::is_same_v<T, transfer::reserve>) {
           try {
             // Room only: in-order chunks are appended (place_at), not zeroed.
+            st.buffer = result_room(self, c.bytes);
             reserve_for_bulk(st.buffer, c.bytes);
           } catch (const std::exception&) { // bad_alloc, length_error
             apply(self, st.rules->on_error(make_error(

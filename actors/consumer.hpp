@@ -33,6 +33,7 @@
 #include "actors/owner_interface.hpp"
 #include "actors/peer_directory.hpp"
 #include "actors/rdma_reader.hpp"
+#include "actors/warm_buffers.hpp"
 #include "protocol/byte_buffer.hpp"
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ferry::mutable_bytes)
@@ -54,6 +55,8 @@ struct consumer_context {
   // Copies a finished GET out of its destination off this actor's thread
   // (actors/bulk_copier.hpp); empty: copies run inline.
   caf::actor copier;
+  // Warm buffers a result may take its room from (null: always fresh).
+  std::shared_ptr<warm_buffers> warm;
   // Where a consumer that finished cleanly reports itself idle, to serve
   // the next get (the consumer service); unset: it quits after one get.
   caf::actor recycle_to;

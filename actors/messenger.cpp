@@ -601,7 +601,7 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
                                                   messenger_params params) {
   self->state.p = std::move(params);
   self->state.threads = messenger::spawn_handler_threads(
-    self->system(), self->state.p.cfg.handler_threads);
+    self->system(), self->state.p.cfg.handler_threads, self->state.p.warm);
   self->link_to(self->state.threads);
   self->set_down_handler([=](caf::down_msg& dm) { on_down(self, dm); });
   return {

@@ -31,6 +31,7 @@
 #include "actors/messenger_interface.hpp"
 #include "actors/owner_interface.hpp"
 #include "actors/peer_directory.hpp"
+#include "actors/warm_buffers.hpp"
 
 namespace ferry {
 
@@ -54,6 +55,8 @@ struct messenger_params {
   std::shared_ptr<const peer_directory> peers; // a peer's messenger by worker id
   messenger_config cfg;
   messenger_metrics* metrics = nullptr;
+  // Where handler threads give finished payloads back (null: freed).
+  std::shared_ptr<warm_buffers> warm;
 };
 
 messenger_actor spawn_messenger(caf::actor_system& sys, messenger_params params);

@@ -49,11 +49,22 @@ caf::error failed_handler(const std::string& what) {
   return make_error(errc::handler_failed, what);
 }
 
+/// Gives the payload a unary handler left behind to the warm buffers.
+struct give_back_payload {
+  warm_buffers* warm;
+  envelope& msg;
+  ~give_back_payload() {
+    if (warm)
+      warm->give(std::move(msg.payload));
+  }
+};
+
 /// One handler thread: runs what it is asked, one call at a time.
-caf::behavior handler_thread(caf::event_based_actor*, int) {
+caf::behavior handler_thread(caf::event_based_actor*, std::shared_ptr<warm_buffers> warm) {
   return {
-    [](run_atom, const unary_function_ptr& fn,
-       envelope& msg) -> caf::result<envelope> {
+    [warm](run_atom, const unary_function_ptr& fn,
+           envelope& msg) -> caf::result<envelope> {
+      give_back_payload after{warm.get(), msg}; // once the handler is done
       try {
         auto out = (*fn)(msg);
         if (!out)
@@ -93,11 +104,12 @@ caf::behavior handler_thread(caf::event_based_actor*, int) {
 
 } // namespace
 
-caf::actor spawn_handler_threads(caf::actor_system& sys, size_t threads) {
+caf::actor spawn_handler_threads(caf::actor_system& sys, size_t threads,
+                                 std::shared_ptr<warm_buffers> warm) {
   caf::scoped_execution_unit context{&sys};
   return caf::actor_pool::make(
     &context, threads == 0 ? 1 : threads,
-    [&sys] { return sys.spawn<caf::detached>(handler_thread, 0); },
+    [&sys, &warm] { return sys.spawn<caf::detached>(handler_thread, warm); },
     caf::actor_pool::round_robin());
 }
 

@@ -26,10 +26,14 @@
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
 
+#include "actors/warm_buffers.hpp"
 #include "protocol/messenger_wire.hpp"
 
 namespace ferry::messenger {
 
+/// Takes the request, returns the reply. The request's payload is taken
+/// back for reuse once the function returns: to keep the bytes, move them
+/// out (a view into them must not outlive the call).
 using unary_function = std::function<caf::expected<envelope>(envelope&)>;
 
 /// The items of one stream, produced on demand.
@@ -63,11 +67,13 @@ private:
 };
 
 /// The handler threads: `threads` detached actors that run function
-/// handlers, round robin.
+/// handlers, round robin. A unary handler's request payload, once it
+/// returns, goes to `warm` (when set) for the next fetched payload.
 ///   (run_atom, unary_function_ptr, envelope) -> envelope
 ///   (open_atom, stream_function_ptr, envelope) -> item_source_ptr
 ///   (next_atom, item_source_ptr) -> (bool more, envelope)
-caf::actor spawn_handler_threads(caf::actor_system& sys, size_t threads);
+caf::actor spawn_handler_threads(caf::actor_system& sys, size_t threads,
+                                 std::shared_ptr<warm_buffers> warm);
 
 } // namespace ferry::messenger
 

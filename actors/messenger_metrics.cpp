@@ -35,6 +35,16 @@ messenger_metrics::messenger_metrics(prometheus::Registry& r) {
                .Help("Messenger streams open now (as producer or consumer)")
                .Register(r)
                .Add({});
+  warm_buffer_bytes = &prometheus::BuildGauge()
+                         .Name("ferry_messenger_warm_buffer_bytes")
+                         .Help("Payload buffers kept warm for the next fetched payload")
+                         .Register(r)
+                         .Add({});
+  warm_buffer_reuses = &prometheus::BuildCounter()
+                          .Name("ferry_messenger_warm_buffer_reuses_total")
+                          .Help("Fetched payloads that landed in a warm buffer")
+                          .Register(r)
+                          .Add({});
 }
 
 void messenger_metrics::count_call(const std::string& handler, const char* result) {

@@ -8,6 +8,9 @@
 //       (ok, timeout, over_limit, failed)
 //   ferry_messenger_fetches_in_flight      fetches running now
 //   ferry_messenger_streams                streams open now (both ends)
+//   ferry_messenger_warm_buffer_bytes      payload buffers kept warm now
+//   ferry_messenger_warm_buffer_reuses_total  fetched payloads that landed
+//       in a warm buffer (no fresh pages)
 #pragma once
 
 #include <string>
@@ -35,6 +38,8 @@ struct messenger_metrics {
   prometheus::Counter* fetches_failed;
   prometheus::Gauge* fetches_in_flight;
   prometheus::Gauge* streams;
+  prometheus::Gauge* warm_buffer_bytes;
+  prometheus::Counter* warm_buffer_reuses;
 };
 
 } // namespace ferry

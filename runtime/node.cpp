@@ -155,6 +155,11 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   cc.reader = make_node_rdma_reader(pool_, engine_);
   cc.rdma = rdma_metrics_.get();
   cc.copier = copier_;
+  if (cfg_.warm_buffer_bytes > 0)
+    cc.warm = std::make_shared<warm_buffers>(
+      cfg_.warm_buffer_bytes,
+      warm_buffer_metrics{messenger_metrics_->warm_buffer_bytes,
+                          messenger_metrics_->warm_buffer_reuses});
   ctx_->consumer = spawn_consumer_service(*sys_, cc);
 
   messenger_params mp;
@@ -164,6 +169,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   mp.peers = std::move(peers);
   mp.cfg = cfg_.messenger_config();
   mp.metrics = messenger_metrics_.get();
+  mp.warm = cc.warm;
   messenger_ = spawn_messenger(*sys_, std::move(mp));
   ctx_->messenger = caf::actor_cast<caf::actor>(messenger_);
   if (auto err = bind_builtin_handlers(*sys_, messenger_, cfg_.request_timeout()))

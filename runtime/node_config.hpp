@@ -46,6 +46,9 @@ struct node_config {
   // -- messenger ---------------------------------------------------------------
   uint64_t staging_threshold = 256 * KiB;   // DEFAULT_THRESHOLD: larger goes by handle
   uint64_t staged_fetch_timeout_ms = 300000; // the longest a staged fetch runs here (0: transfer timeout)
+  // Large buffers a finished handler gives back, kept warm for the next
+  // fetched payload (actors/warm_buffers.hpp); 0 keeps none.
+  uint64_t warm_buffer_bytes = 256 * MiB;
 
   // -- RDMA path ---------------------------------------------------------------
   bool ucx = true;          // add the UCX transport (the RDMA registry) if built

@@ -24,6 +24,10 @@ void add_client_options(CLI::App& app, node_config& cfg) {
                  "The longest this node fetches a staged messenger payload "
                  "(a call's timeout may end it sooner; stream items are exempt)")
     ->capture_default_str();
+  app.add_option("--warm-buffer-bytes", cfg.warm_buffer_bytes,
+                 "Large payload buffers kept warm for the next fetched payload "
+                 "(0: none)")
+    ->capture_default_str();
   app.add_option("--log-level", cfg.log_level,
                  "trace, debug, info, warn, error or off")
     ->capture_default_str();

@@ -138,6 +138,36 @@ TEST_F(Messenger, A64MiBCallGoesByHandleAndItsHandlerSeesThePlainBytes) {
   EXPECT_EQ(peer_metric("ferry_messenger_fetches_total{result=\"ok\"}"), 1);
 }
 
+/// Calls ferry.checksum with payloads of `sizes` and checks each reply.
+void call_checksums(Messenger& t, const std::vector<size_t>& sizes) {
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    auto bytes = test::payload(sizes[i], 40 + i);
+    auto reply = t.m->call(t.peer_id, checksum_handler, bytes, {}, 60s);
+    ASSERT_TRUE(reply) << describe(reply.error());
+    char hex[19];
+    std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum(bytes)));
+    EXPECT_EQ(reply->hdrs["bytes"], std::to_string(sizes[i])) << i;
+    EXPECT_EQ(reply->hdrs["checksum"], hex) << i;
+  }
+}
+
+TEST_F(Messenger, AFinishedHandlersPayloadBufferTakesTheNextFetchedPayload) {
+  start({}, local_config(), true);
+  // Larger, smaller, larger: a reused buffer holds exactly the new bytes.
+  call_checksums(*this, {16 * MiB, 8 * MiB, 16 * MiB});
+  EXPECT_EQ(peer_metric("ferry_messenger_fetches_total{result=\"ok\"}"), 3);
+  EXPECT_EQ(peer_metric("ferry_messenger_warm_buffer_reuses_total"), 2);
+  EXPECT_GE(peer_metric("ferry_messenger_warm_buffer_bytes"), 16.0 * MiB);
+}
+
+TEST_F(Messenger, WarmBufferBytesZeroKeepsNoPayloadBuffer) {
+  start({"--warm-buffer-bytes", "0"}, local_config(), true);
+  call_checksums(*this, {16 * MiB, 16 * MiB});
+  EXPECT_EQ(peer_metric("ferry_messenger_fetches_total{result=\"ok\"}"), 2);
+  EXPECT_EQ(peer_metric("ferry_messenger_warm_buffer_reuses_total"), 0);
+  EXPECT_EQ(peer_metric("ferry_messenger_warm_buffer_bytes"), 0);
+}
+
 TEST_F(Messenger, ForwardedStagingHeadersNeverReachAHandlerOrTheWire) {
   start({}, local_config(), true);
   // A handle of something else staged here, and a stale budget: what a

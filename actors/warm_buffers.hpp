@@ -1,0 +1,60 @@
+// warm_buffers: a small, bounded cache of large byte buffers whose pages are
+// already faulted in. A node that receives large payloads again and again
+// (a handler served by transparent staging) copies each fetched payload
+// into a buffer a finished handler gave back, instead of into fresh pages:
+// on these guests faulting in 64 MiB of fresh memory costs more than the
+// GET that filled it (docs/performance.md).
+// Thread-safe: consumers take on their threads, handler threads give back.
+// Must never: keep more than its byte bound, or keep a small buffer.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+#include <vector>
+
+#include "protocol/byte_buffer.hpp"
+
+namespace prometheus {
+class Counter;
+class Gauge;
+} // namespace prometheus
+
+namespace ferry {
+
+/// Where a node's warm buffers report (each may be null).
+struct warm_buffer_metrics {
+  prometheus::Gauge* kept_bytes = nullptr;   // capacity kept now
+  prometheus::Counter* reuses = nullptr;     // takes a kept buffer served
+};
+
+class warm_buffers {
+public:
+  /// Buffers below this capacity are not worth keeping.
+  static constexpr size_t min_kept = 4ull << 20;
+
+  /// Keeps at most `max_bytes` of capacity (0: keeps nothing).
+  explicit warm_buffers(size_t max_bytes, warm_buffer_metrics metrics = {})
+    : max_bytes_(max_bytes), metrics_(metrics) {}
+
+  /// An empty buffer with room for `size` bytes: the smallest kept one that
+  /// fits, else an empty fresh one (no room).
+  byte_buffer take(size_t size);
+
+  /// Keeps `buf` (its contents dropped) for a later take when it is large
+  /// and fits the bound, the oldest kept ones making room; else frees it.
+  void give(byte_buffer&& buf);
+
+  size_t kept_bytes() const;
+  size_t kept_buffers() const;
+
+private:
+  mutable std::mutex mu_;
+  std::vector<byte_buffer> kept_; // oldest first
+  size_t kept_bytes_ = 0;
+  size_t max_bytes_;
+  warm_buffer_metrics metrics_;
+
+  void report_kept(); // with mu_ held
+};
+
+} // namespace ferry
