@@ -30,6 +30,9 @@ std::string to_string(errc code) {
     case errc::unknown_handler: return "unknown_handler";
     case errc::handler_failed: return "handler_failed";
     case errc::stream_ended: return "stream_ended";
+    case errc::resource_exhausted: return "resource_exhausted";
+    case errc::cuda_error: return "cuda_error";
+    case errc::staging_unavailable: return "staging_unavailable";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -35,6 +35,9 @@ enum class errc : uint8_t {
   unknown_handler,     // a messenger call names a handler nobody bound
   handler_failed,      // a messenger handler answered an error
   stream_ended,        // a stream was ended by its other side or its limit
+  resource_exhausted,  // a bounded pool (staging chunks) has nothing free now
+  cuda_error,          // a CUDA call failed (the text names the call)
+  staging_unavailable, // no CUDA driver or device: GPU staging is off
 };
 
 /// The CAF error category ferry's codes live in.

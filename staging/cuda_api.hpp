@@ -1,0 +1,68 @@
+// cuda_api: everything staging/ needs from CUDA, as one small interface with
+// two implementations side by side: the driver API loaded at run time
+// (cuda_driver.hpp; a machine without a driver still runs ferry and says why
+// staging is off) and a fake for CPU tests (fake_cuda.hpp: real mapped host
+// bytes as "device" memory, simulated contexts, streams and events).
+// Handles are opaque integers; 0 is never a valid one.
+// Threading: one caller thread at a time per context (the staging workers).
+// Must never: be reached from a cooperative actor (event waits block).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include <caf/expected.hpp>
+
+namespace ferry::staging {
+
+using cuda_context = uint64_t;
+using cuda_stream = uint64_t;
+using cuda_event = uint64_t;
+using device_ptr = uint64_t;
+
+/// What an event query says.
+enum class event_state { complete, not_ready };
+
+class cuda_api {
+public:
+  virtual ~cuda_api() = default;
+
+  /// Empty when usable; else why not (no driver, no device, ...).
+  virtual std::string unavailable_reason() const = 0;
+  /// "driver" or "fake".
+  virtual const char* backend() const = 0;
+  virtual caf::expected<int> device_count() = 0;
+  /// The device's PCI address ("0000:3b:00.0"), for its NUMA locality.
+  virtual caf::expected<std::string> pci_bus_id(int device) = 0;
+
+  /// The device's primary context (retained; release once per retain).
+  virtual caf::expected<cuda_context> retain_context(int device) = 0;
+  virtual caf::error release_context(int device) = 0;
+  /// Makes `ctx` current on this thread; pop restores the one before.
+  virtual caf::error push_context(cuda_context ctx) = 0;
+  virtual caf::error pop_context() = 0;
+
+  /// Page-locks host memory for the current context's copies.
+  virtual caf::error host_register(void* ptr, size_t bytes) = 0;
+  virtual caf::error host_unregister(void* ptr) = 0;
+
+  virtual caf::expected<cuda_stream> stream_create() = 0;
+  virtual caf::error stream_destroy(cuda_stream s) = 0;
+  virtual caf::expected<cuda_event> event_create() = 0;
+  virtual caf::error event_destroy(cuda_event e) = 0;
+  virtual caf::error event_record(cuda_event e, cuda_stream s) = 0;
+  virtual caf::expected<event_state> event_query(cuda_event e) = 0;
+
+  /// Asynchronous copies on `s`; done once an event recorded after them is.
+  virtual caf::error copy_to_host(void* dst, device_ptr src, size_t bytes,
+                                  cuda_stream s) = 0;
+  virtual caf::error copy_to_device(device_ptr dst, const void* src, size_t bytes,
+                                    cuda_stream s) = 0;
+
+  /// Device memory in the current context (tests, GPU payload fixtures).
+  virtual caf::expected<device_ptr> mem_alloc(size_t bytes) = 0;
+  virtual caf::error mem_free(device_ptr p) = 0;
+};
+
+} // namespace ferry::staging
