@@ -195,6 +195,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
             j["owner"] = nlohmann::json::parse(owner_stat);
             j["peers"] = std::move(peers);
             j["workers"] = self->state.workers->size();
+            if (const auto& status = self->state.params.staging_status)
+              j["staging"] = nlohmann::json::parse(status());
             rp.deliver(j.dump());
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <cstdint>
 #include <memory>
 
@@ -29,6 +30,8 @@ struct gateway_params {
   // The port the node listens on, known only once it has published.
   std::shared_ptr<std::atomic<uint16_t>> port
     = std::make_shared<std::atomic<uint16_t>>(0);
+  // The staging layer's state for `ferry stat` (JSON text; empty: none).
+  std::function<std::string()> staging_status;
 };
 
 gateway_actor spawn_gateway(caf::actor_system& sys, gateway_params params);

@@ -35,6 +35,23 @@ void print_human(const nlohmann::json& j) {
               o.at("staged_bytes").get<double>() / (1 << 20));
   std::printf("  leases        %llu\n", o.at("leases").get<unsigned long long>());
   std::printf("  workers       %llu\n", j.at("workers").get<unsigned long long>());
+  if (auto s = j.find("staging"); s != j.end()) {
+    if (s->value("available", false)) {
+      const auto& c = s->at("chunks");
+      std::printf("  GPU staging   %s, %llu x %llu MiB chunks (%s): %llu active, %llu idle, "
+                  "%llu retained\n",
+                  s->at("backend").get<std::string>().c_str(),
+                  s->at("chunk_count").get<unsigned long long>(),
+                  s->at("chunk_size").get<unsigned long long>() >> 20,
+                  s->at("location").get<std::string>().c_str(),
+                  c.at("active").get<unsigned long long>(),
+                  c.at("idle").get<unsigned long long>(),
+                  c.at("retained").get<unsigned long long>());
+    } else {
+      std::printf("  GPU staging   off: %s\n",
+                  s->value("unavailable_reason", std::string{"unknown"}).c_str());
+    }
+  }
   const auto& peers = j.at("peers");
   std::printf("  peers         %zu\n", peers.size());
   for (const auto& p : peers)

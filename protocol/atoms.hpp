@@ -71,4 +71,7 @@ using wire_end_atom = caf::atom_constant<caf::atom("w_end")>;
 using wire_credit_atom = caf::atom_constant<caf::atom("w_credit")>;
 using wire_stop_atom = caf::atom_constant<caf::atom("w_stop")>;
 
+// Staging workers (local GPU copies).
+using gpu_copy_atom = caf::atom_constant<caf::atom("gpu_copy")>;
+
 } // namespace ferry

@@ -33,6 +33,7 @@ std::string to_string(errc code) {
     case errc::resource_exhausted: return "resource_exhausted";
     case errc::cuda_error: return "cuda_error";
     case errc::staging_unavailable: return "staging_unavailable";
+    case errc::cancelled: return "cancelled";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -38,6 +38,7 @@ enum class errc : uint8_t {
   resource_exhausted,  // a bounded pool (staging chunks) has nothing free now
   cuda_error,          // a CUDA call failed (the text names the call)
   staging_unavailable, // no CUDA driver or device: GPU staging is off
+  cancelled,           // the requester cancelled before the work started
 };
 
 /// The CAF error category ferry's codes live in.

@@ -27,10 +27,16 @@
 #include "actors/owner_metrics.hpp"
 #include "actors/path_metrics.hpp"
 #include "actors/rdma_metrics.hpp"
+#include "actors/staging_metrics.hpp"
+#include "actors/staging_workers.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/type_registry.hpp"
 #include "runtime/builtin_handlers.hpp"
 #include "runtime/kill_switch.hpp"
+#include "staging/cuda_driver.hpp"
+#include "staging/fake_cuda.hpp"
+#include "staging/local_stager.hpp"
+#include "staging/numa_placement.hpp"
 
 #ifdef FERRY_WITH_UCX
 #  include "rdma/ucx_context.hpp"
@@ -103,6 +109,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   consumer_metrics_ = std::make_unique<consumer_metrics>(*registry_, *paths_);
   rdma_metrics_ = std::make_unique<rdma_metrics>(*registry_);
   messenger_metrics_ = std::make_unique<messenger_metrics>(*registry_);
+  staging_metrics_ = std::make_unique<staging_metrics>(*registry_);
 
   sys_cfg_ = std::make_unique<caf_config>();
   register_protocol_types(*sys_cfg_);
@@ -131,6 +138,8 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),
                             owner_rdma_links{pool_, engine_, rdma_metrics_.get(), copier_});
 
+  start_staging();
+
   gateway_params gp;
   gp.identity.worker_id = worker_id_;
   gp.identity.incarnation = incarnation_;
@@ -144,6 +153,8 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   gp.directory = directory;
   auto peers = directory;
   published_port_ = gp.port;
+  if (auto stager = stager_)
+    gp.staging_status = [stager] { return stager->status_json(); };
   gateway_ = spawn_gateway(*sys_, std::move(gp));
 
   consumer_context cc;
@@ -174,6 +185,51 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   ctx_->messenger = caf::actor_cast<caf::actor>(messenger_);
   if (auto err = bind_builtin_handlers(*sys_, messenger_, cfg_.request_timeout()))
     spdlog::warn("the built-in handlers are not bound: {}", describe(err));
+}
+
+/// The staging layer: its options checked (a bad one fails start(), before
+/// anything is allocated), the CUDA api chosen and loaded, the stager and
+/// its workers. Without a driver or a GPU the node runs with staging off
+/// and says why (the log, `ferry stat`, ferry_staging_available).
+void node::start_staging() {
+  staging::staging_config sc;
+  sc.chunk_size = cfg_.staging_chunk_size;
+  sc.chunk_count = cfg_.staging_chunk_count;
+  auto where = staging::staging_location::parse(cfg_.staging_location);
+  if (!where) {
+    staging_error_ = make_error(errc::invalid_argument,
+                                "--staging-location must be any, auto or cpu:N (got '"
+                                  + cfg_.staging_location + "')");
+    return;
+  }
+  sc.location = *where;
+  if (auto why = sc.check(); !why.empty()) {
+    staging_error_ = make_error(errc::invalid_argument, why);
+    return;
+  }
+  if (where->k == staging::staging_location::kind::cpu) {
+    auto view = staging::read_numa_view();
+    auto chosen = view ? staging::select_staging_node(*where, *view, std::nullopt)
+                       : caf::expected<staging::node_choice>{view.error()};
+    if (!chosen) {
+      staging_error_ = chosen.error(); // names cpu:N and the eligible nodes
+      return;
+    }
+  }
+  std::shared_ptr<staging::cuda_api> api;
+  if (cfg_.test_fake_cuda)
+    api = std::make_shared<staging::fake_cuda>();
+  else
+    api = staging::load_cuda_driver();
+  if (auto why = api->unavailable_reason(); !why.empty())
+    spdlog::info("GPU staging is off: {}", why);
+  stager_ = std::make_shared<staging::local_stager>(api, sc);
+  staging_workers_params wp;
+  wp.stager = stager_;
+  wp.workers = cfg_.staging_workers;
+  wp.max_queued = cfg_.staging_max_queued;
+  wp.metrics = staging_metrics_.get();
+  staging_workers_ = spawn_staging_workers(*sys_, std::move(wp));
 }
 
 void node::start_ucx() {
@@ -233,6 +289,8 @@ node::~node() {
 }
 
 caf::error node::start() {
+  if (staging_error_)
+    return staging_error_; // before anything is allocated or opened
   if (cfg_.metrics_port >= 0) {
     try {
       exposer_ = std::make_unique<prometheus::Exposer>(
@@ -410,6 +468,9 @@ void node::stop() {
   stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
   stop_and_wait("messenger", caf::actor_cast<caf::actor>(messenger_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
+  stop_and_wait("staging workers", staging_workers_);
+  if (stager_)
+    stager_->close(); // idle chunks go; a retained one keeps its memory
   stop_and_wait("owner", caf::actor_cast<caf::actor>(ctx_->owner));
   stop_and_wait("bulk copier", copier_);
   if (engine_) {
@@ -421,6 +482,7 @@ void node::stop() {
   exposer_.reset();
   gateway_ = nullptr;
   messenger_ = nullptr;
+  staging_workers_ = nullptr;
   copier_ = nullptr;
   pool_ = nullptr;
   engine_ = ucx_engine_ref{};

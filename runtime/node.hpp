@@ -43,6 +43,10 @@ struct owner_metrics;
 struct consumer_metrics;
 struct rdma_metrics;
 struct messenger_metrics;
+struct staging_metrics;
+namespace staging {
+class local_stager;
+} // namespace staging
 class ucx_context;
 
 /// Adds application message types to a node's CAF config (every node of a
@@ -95,6 +99,13 @@ public:
   /// The node's capabilities as told in its hello ("chunked", "ucx").
   std::vector<std::string> capabilities() const;
 
+  /// Local GPU copies through the pinned chunk pool (staging/); its
+  /// unavailable_reason() says why when staging is off (no driver, no GPU).
+  const std::shared_ptr<staging::local_stager>& stager() const { return stager_; }
+  /// The staging workers: (gpu_copy_atom, gpu_copy_request) -> bytes
+  /// (actors/staging_workers.hpp).
+  caf::actor staging_workers() const { return staging_workers_; }
+
   prometheus::Registry& metrics_registry() { return *registry_; }
   path_metrics& paths() { return *paths_; }
 
@@ -102,6 +113,7 @@ private:
   struct caf_config;
 
   void start_ucx();
+  void start_staging();
   caf::expected<gateway_actor> dial_gateway(const std::string& host, uint16_t port);
   void destroy_system(std::chrono::milliseconds bound);
   void drain_rdma();
@@ -120,6 +132,7 @@ private:
   std::unique_ptr<consumer_metrics> consumer_metrics_;
   std::unique_ptr<rdma_metrics> rdma_metrics_;
   std::unique_ptr<messenger_metrics> messenger_metrics_;
+  std::unique_ptr<staging_metrics> staging_metrics_;
   std::unique_ptr<caf_config> sys_cfg_;
   std::unique_ptr<caf::actor_system> sys_;
   std::shared_ptr<node_context> ctx_;
@@ -130,6 +143,9 @@ private:
   std::vector<char> ucx_address_;
   gateway_actor gateway_;
   messenger_actor messenger_;
+  caf::error staging_error_; // a staging option the node refuses at start
+  std::shared_ptr<staging::local_stager> stager_;
+  caf::actor staging_workers_;
   std::shared_ptr<std::atomic<uint16_t>> published_port_;
   std::unique_ptr<prometheus::Exposer> exposer_;
 };

@@ -68,6 +68,13 @@ struct node_config {
   // pinned registration a node's messenger payloads stay on the chunked path.
   bool map_arena_at_start = false;
 
+  // -- CUDA staging (staging/) -------------------------------------------------
+  uint64_t staging_chunk_size = 4 * MiB; // at most 64 MiB
+  uint64_t staging_chunk_count = 64;     // at most 4096; size x count at most 1 GiB
+  std::string staging_location = "any";  // any, auto or cpu:N
+  size_t staging_workers = 2;            // threads that run local GPU copies
+  size_t staging_max_queued = 64;        // copies waiting or running; more are refused
+
   // -- logging -----------------------------------------------------------------
   std::string log_level = "info";
 
@@ -77,6 +84,7 @@ struct node_config {
   bool test_fail_gets = false;
   uint64_t test_get_delay_ms = 0;
   bool test_stall_ucx = false; // the UCX engine never progresses for peers' GETs
+  bool test_fake_cuda = false; // staging runs on the fake CUDA (real mapped bytes)
 
   std::chrono::milliseconds request_timeout() const {
     return std::chrono::milliseconds{request_timeout_ms};

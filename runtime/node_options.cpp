@@ -99,6 +99,21 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--drop-dereg-timeout-ms", cfg.drop_dereg_timeout_ms)
     ->capture_default_str();
+  app.add_option("--staging-chunk-size", cfg.staging_chunk_size,
+                 "Bytes of one pinned staging chunk for local GPU copies (at most 64 MiB)")
+    ->capture_default_str();
+  app.add_option("--staging-chunk-count", cfg.staging_chunk_count,
+                 "Pinned staging chunks at most (4096; size x count at most 1 GiB)")
+    ->capture_default_str();
+  app.add_option("--staging-location", cfg.staging_location,
+                 "Where staging chunks live: any, auto (the GPU's NUMA node) or cpu:N")
+    ->capture_default_str();
+  app.add_option("--staging-workers", cfg.staging_workers,
+                 "Threads that run local GPU copies")
+    ->capture_default_str();
+  app.add_flag("--test-fake-cuda", cfg.test_fake_cuda,
+               "Test hook: stage through the fake CUDA (host memory as device memory)")
+    ->group("");
   app.add_option("--test-descriptor-fault", cfg.test_descriptor_fault,
                  "Test hook: corrupt each RDMA descriptor")
     ->group("");

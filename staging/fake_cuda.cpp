@@ -33,6 +33,11 @@ void fake_cuda::heal(const std::string& call) {
   failing_.erase(call);
 }
 
+void fake_cuda::hold_events(bool held) {
+  std::lock_guard<std::mutex> g{mu_};
+  held_ = held;
+}
+
 fake_cuda::live_counts fake_cuda::live() const {
   std::lock_guard<std::mutex> g{mu_};
   live_counts c;
@@ -266,7 +271,7 @@ caf::expected<event_state> fake_cuda::event_query(cuda_event e) {
   auto st = streams_.find(ev->second.stream);
   if (st == streams_.end() || st->second.done >= ev->second.waits_for)
     return event_state::complete;
-  if (ev->second.polls++ < opts_.not_ready_polls)
+  if (held_ || ev->second.polls++ < opts_.not_ready_polls)
     return event_state::not_ready;
   run_until(st->second, ev->second.waits_for);
   return event_state::complete;

@@ -41,6 +41,9 @@ public:
   /// ...) fail; times < 0: every call from now on.
   void fail(const std::string& call, int times = 1);
   void heal(const std::string& call);
+  /// While held, every event query answers not_ready (a device that is
+  /// slow or hung); copies stay queued.
+  void hold_events(bool held);
 
   struct live_counts {
     size_t allocations = 0, registrations = 0, streams = 0, events = 0;
@@ -101,6 +104,7 @@ private:
   void run_until(stream_state& st, uint64_t upto);
 
   options opts_;
+  bool held_ = false;
   mutable std::mutex mu_;
   std::map<std::string, int> failing_;
   std::map<std::string, size_t> calls_;

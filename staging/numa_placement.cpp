@@ -24,7 +24,7 @@ namespace ferry::staging {
 namespace {
 
 caf::error placement_error(std::string what) {
-  return make_error(errc::invalid_argument, "staging location: " + std::move(what));
+  return make_error(errc::invalid_argument, "--staging-location: " + std::move(what));
 }
 
 std::string list(const std::vector<int>& nodes) {
