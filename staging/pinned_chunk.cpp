@@ -16,10 +16,12 @@ bool undo_native(cuda_api& api, pinned_chunk& c, caf::error* why) {
       *why = std::move(err);
     return !err;
   };
-  if (c.event != 0) {
-    if (!step(api.event_destroy(c.event)))
+  for (auto& e : c.events) {
+    if (e == 0)
+      continue;
+    if (!step(api.event_destroy(e)))
       return false;
-    c.event = 0;
+    e = 0;
   }
   if (c.stream != 0) {
     if (!step(api.stream_destroy(c.stream)))
@@ -62,9 +64,11 @@ chunk_made make_pinned_chunk(cuda_api& api, const chunk_key& key, size_t bytes) 
     else
       failed = std::move(s.error());
   }
-  if (!failed) {
+  for (auto& slot : c->events) {
+    if (failed)
+      break;
     if (auto e = api.event_create())
-      c->event = *e;
+      slot = *e;
     else
       failed = std::move(e.error());
   }

@@ -1,7 +1,8 @@
 // pinned_chunk: one staging chunk's native state: its host memory (a fresh
 // mapping, bound to its NUMA node before first touch unless `any`), that
 // memory's registration with the chunk's context, and the chunk's own
-// stream and event. Made and released with the context pushed, in the
+// stream and two events, one per half (a copy walks the chunk as two
+// halves, so the device fills one while the host drains the other). Made and released with the context pushed, in the
 // spec's order: release destroys the event and stream, unregisters,
 // restores the caller's context and only then unmaps; a step that failed
 // leaves the mapping in place (leaked on purpose, its charge kept).
@@ -24,8 +25,10 @@ struct pinned_chunk {
   size_t bytes = 0; // usable bytes (the configured chunk size)
   bool registered = false;
   cuda_stream stream = 0;
-  cuda_event event = 0;
+  cuda_event events[2] = {0, 0}; // one per half
   char* data() const { return memory.data(); }
+  /// Bytes of one half (the last piece of a copy may be shorter).
+  size_t half() const { return bytes > 1 ? (bytes + 1) / 2 : bytes; }
 };
 
 /// A new chunk for `key` of `bytes`: the pool outcome (ok, failed_clean

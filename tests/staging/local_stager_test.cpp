@@ -81,7 +81,7 @@ TEST_F(CudaStagedCopy, DeviceBytesArriveWithTheGuardBytesAroundThemUntouched) {
   auto r = to_host(d, host.data() + 64, n);
   ASSERT_FALSE(r.error) << ferry::describe(r.error);
   EXPECT_EQ(r.completed, n);
-  EXPECT_EQ(r.pieces, 4u);
+  EXPECT_EQ(r.pieces, 7u); // half-chunk pieces: six and the tail
   EXPECT_EQ(0, std::memcmp(host.data() + 64, reinterpret_cast<void*>(d), n));
   for (size_t i = 0; i < 64; ++i) {
     EXPECT_EQ(host[i], guard);
@@ -118,6 +118,23 @@ TEST_F(CudaStagedCopy, OneContextAndOneChunkServeManyCopiesAndTheCallersContextI
   EXPECT_EQ(s.idle, 1u);
   EXPECT_EQ(cuda->current_context(), 0u);
   EXPECT_EQ(cuda->live().context_depth, 0u);
+}
+
+TEST_F(CudaStagedCopy, TheDeviceFillsOneHalfWhileTheHostDrainsTheOther) {
+  auto d = device_with(4 * chunk, 5);
+  std::vector<char> host(4 * chunk);
+  cuda->hold_events(true); // no piece completes yet
+  copy_result r;
+  std::thread copier{[&] { r = to_host(d, host.data(), host.size()); }};
+  // Both halves are issued before the first one completes.
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (cuda->calls("copy_to_host") < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(1ms);
+  EXPECT_EQ(cuda->calls("copy_to_host"), 2u); // (a third waits for a half to drain)
+  cuda->hold_events(false);
+  copier.join();
+  ASSERT_FALSE(r.error) << ferry::describe(r.error);
+  EXPECT_EQ(0, std::memcmp(host.data(), reinterpret_cast<void*>(d), host.size()));
 }
 
 TEST_F(CudaStagedCopy, APassedDeadlineFailsAtTheFirstBoundaryWithZeroBytesAndTheChunkReturns) {
