@@ -39,6 +39,16 @@ runner_factory messenger(bool staged) {
   return [staged](const bench_options& o, int) { return make_messenger_runner(o, staged); };
 }
 
+// The CUDA rows: empty factories (skipped) without a driver and a GPU.
+runner_factory cuda(bool to_host, uint64_t chunk_bytes) {
+  static const std::string why = cuda_unavailable_reason();
+  if (!why.empty())
+    return {};
+  return [to_host, chunk_bytes](const bench_options& o, int) {
+    return make_cuda_runner(o, to_host, chunk_bytes);
+  };
+}
+
 runner_factory rdma_concurrent(ucx_transport t) {
   if (!ucx_built())
     return {};
@@ -125,11 +135,35 @@ std::vector<scenario_entry> build() {
     // -- ferry: messenger ------------------------------------------------------
     row("ferry_messenger_staged",
         "a unary call to ferry.checksum; above 256 KiB the payload goes by handle",
-        "staging copy + ferry_rdma_sm's GET (no copy-out: the handler takes the "
-        "bytes) + two control messages",
+        "staging copy + ferry_rdma_sm's GET + the copy-out into a warm buffer + "
+        "the handler's checksum + two control messages",
         messenger(true), no_ucx),
     row("ferry_messenger_inline", "the same call with the payload inline at every size",
         "caf_inline (one CAF message carries the payload)", messenger(false), no_ucx),
+    // -- CUDA staging (local copies, device 0) -----------------------------------
+    row("cuda_direct_d2h", "one async copy, device to registered host memory",
+        "PCIe/NVLink to pinned host memory: the limit of the staged rows",
+        cuda(true, 0), "a CUDA driver and a GPU"),
+    row("cuda_direct_h2d", "one async copy, registered host memory to the device",
+        "PCIe/NVLink from pinned host memory", cuda(false, 0), "a CUDA driver and a GPU"),
+    row("cuda_staged_d2h_1M", "device to plain host memory through a 1 MiB staging chunk",
+        "the slower of the device copy and the host memcpy of each half",
+        cuda(true, 1 * MiB), "a CUDA driver and a GPU"),
+    row("cuda_staged_d2h_4M", "the same through a 4 MiB chunk (the default)",
+        "as cuda_staged_d2h_1M", cuda(true, 4 * MiB), "a CUDA driver and a GPU"),
+    row("cuda_staged_d2h_16M", "the same through a 16 MiB chunk", "as cuda_staged_d2h_1M",
+        cuda(true, 16 * MiB), "a CUDA driver and a GPU"),
+    row("cuda_staged_d2h_64M", "the same through a 64 MiB chunk", "as cuda_staged_d2h_1M",
+        cuda(true, 64 * MiB), "a CUDA driver and a GPU"),
+    row("cuda_staged_h2d_1M", "plain host memory to the device through a 1 MiB chunk",
+        "the slower of the host memcpy and the device copy of each half",
+        cuda(false, 1 * MiB), "a CUDA driver and a GPU"),
+    row("cuda_staged_h2d_4M", "the same through a 4 MiB chunk (the default)",
+        "as cuda_staged_h2d_1M", cuda(false, 4 * MiB), "a CUDA driver and a GPU"),
+    row("cuda_staged_h2d_16M", "the same through a 16 MiB chunk", "as cuda_staged_h2d_1M",
+        cuda(false, 16 * MiB), "a CUDA driver and a GPU"),
+    row("cuda_staged_h2d_64M", "the same through a 64 MiB chunk", "as cuda_staged_h2d_1M",
+        cuda(false, 64 * MiB), "a CUDA driver and a GPU"),
     // -- concurrency -------------------------------------------------------
     with(row("ferry_chunked_concurrent", "N consumer nodes pulling one handle at once",
              "the owner's one actor and the cores",

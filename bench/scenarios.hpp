@@ -9,6 +9,10 @@
 #include "bench/scenario.hpp"
 #include "bench/transport_env.hpp"
 
+namespace ferry::staging {
+class cuda_api;
+} // namespace ferry::staging
+
 namespace ferry::bench {
 
 /// memcpy between two warm buffers in this process.
@@ -68,5 +72,15 @@ make_ferry_rdma_concurrent_runner(const bench_options& opts, int consumers,
 /// inline at every size.
 std::unique_ptr<scenario_runner> make_messenger_runner(const bench_options& opts,
                                                        bool staged);
+
+/// A local GPU copy on device 0 through the real driver: direct
+/// (chunk_bytes 0: one copy between device and registered host memory) or
+/// staged through one pinned chunk of chunk_bytes (local_stager). `api`:
+/// another backend (the bench test's fake); null: the driver.
+std::unique_ptr<scenario_runner> make_cuda_runner(const bench_options& opts, bool to_host,
+                                                  uint64_t chunk_bytes,
+                                                  std::shared_ptr<staging::cuda_api> api = {});
+/// Why the cuda rows cannot run here (empty: they can).
+std::string cuda_unavailable_reason();
 
 } // namespace ferry::bench

@@ -43,6 +43,8 @@ const target_def targets[] = {
   {target_kind::latency, "ferry_rdma_sm", "caf_request_rtt", 4 * KiB, 4 * KiB, 2.0},
   {target_kind::throughput, "ferry_messenger_staged", "ferry_messenger_inline", 64 * MiB,
    64 * MiB, 10.0},
+  {target_kind::throughput, "cuda_staged_d2h_4M", "cuda_direct_d2h", 64 * MiB, no_limit, 0.9},
+  {target_kind::throughput, "cuda_staged_h2d_4M", "cuda_direct_h2d", 64 * MiB, no_limit, 0.9},
   {target_kind::scaling, "ferry_chunked_concurrent", "", 0, no_limit, 1.0, 16},
   {target_kind::scaling, "ferry_rdma_sm_concurrent", "", 0, no_limit, 1.0, 16},
 };

@@ -39,4 +39,6 @@ if(FERRY_WITH_CUDA)
     set(FERRY_WITH_CUDA OFF)
   endif()
 endif()
+# What was really built, for CI to check (the options say what was asked).
+set(FERRY_CUDA_BUILT ${FERRY_WITH_CUDA} CACHE INTERNAL "the real CUDA backend is built")
 message(STATUS "ferry: UCX=${FERRY_WITH_UCX} CUDA=${FERRY_WITH_CUDA} tests=${FERRY_BUILD_TESTS} sanitize=${FERRY_SANITIZE}")

@@ -217,9 +217,11 @@ void node::start_staging() {
     }
   }
   std::shared_ptr<staging::cuda_api> api;
+#ifdef FERRY_TEST_HOOKS
   if (cfg_.test_fake_cuda)
     api = std::make_shared<staging::fake_cuda>();
-  else
+#endif
+  if (!api)
     api = staging::load_cuda_driver();
   if (auto why = api->unavailable_reason(); !why.empty())
     spdlog::info("GPU staging is off: {}", why);

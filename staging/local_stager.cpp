@@ -112,6 +112,8 @@ copy_result local_stager::copy(int device, const copy_job& job) {
     r.error = std::move(key.error());
     return r;
   }
+  if (job.bytes == 0)
+    return r; // nothing to move: no chunk taken
   auto g = pool_.checkout(*key);
   if (!g) {
     r.error = std::move(g.error());

@@ -19,6 +19,8 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/payload.hpp"
+#include "bench/scenarios.hpp"
+#include "staging/fake_cuda.hpp"
 #include "tests/cluster/test_support.hpp"
 
 namespace ferry {
@@ -88,6 +90,30 @@ TEST(BenchPayload, CheckAcceptsThePatternAndNamesWhatIsWrong) {
             "got 4102 bytes, expected 4103");
   std::swap(buf[8], buf[16]); // same bytes, wrong places
   EXPECT_EQ(ferry::bench::check_payload(buf.data(), n, n), "checksum mismatch");
+}
+
+// The cuda rows need a GPU to be measured; on the fake their runners still
+// move and verify every byte, and a failed copy fails the run.
+TEST(BenchCuda, TheCudaRunnersMoveAndVerifyTheBytesOnTheFake) {
+  auto opts = ferry::bench::default_options(true);
+  const uint64_t size = 4 * ferry::bench::MiB + 3;
+  for (bool to_host : {true, false}) {
+    for (uint64_t chunk : {uint64_t{0}, uint64_t{1} << 20}) {
+      auto fake = std::make_shared<ferry::staging::fake_cuda>();
+      auto r = ferry::bench::make_cuda_runner(opts, to_host, chunk, fake);
+      ASSERT_EQ(r->start(), "");
+      ASSERT_EQ(r->prepare(size), "");
+      auto ok = r->run(size);
+      EXPECT_EQ(ok.error, "") << to_host << " " << chunk;
+      EXPECT_GT(ok.seconds, 0);
+      fake->fail(to_host ? "copy_to_host" : "copy_to_device");
+      EXPECT_NE(r->run(size).error, "") << "a failed copy must fail the run";
+      r->finish(size);
+      r->stop();
+      auto live = fake->live();
+      EXPECT_EQ(live.allocations + live.registrations, 0u) << "the runner leaked";
+    }
+  }
 }
 
 TEST(BenchQuick, WritesEveryScenarioAndSize) {
