@@ -8,20 +8,16 @@
 //                item i has header "seq" = i and payload test::payload(bytes, i)
 //   test.sleep   unary: sleeps header "ms" (at most 60 s), then replies
 #include <atomic>
-#include <csignal>
 #include <cstdio>
-#include <fstream>
 #include <thread>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "protocol/errors.hpp"
 #include "runtime/checksum.hpp"
-#include "runtime/logging.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
-#include "runtime/node_options.hpp"
+#include "tests/cluster/test_peer_main.hpp"
 #include "tests/cluster/test_support.hpp"
 
 using namespace ferry;
@@ -84,60 +80,37 @@ void bind_or_die(caf::error err) {
 } // namespace
 
 int main(int argc, char** argv) {
-  node_config cfg;
-  std::string ready_file;
-  CLI::App app{"ferry_messenger_peer: a node with test handlers"};
-  add_node_options(app, cfg);
-  app.add_option("--ready-file", ready_file);
-  CLI11_PARSE(app, argc, argv);
-  init_logging(cfg.log_level, "peer");
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
-  node n{cfg};
-  if (auto err = n.start()) {
-    std::fprintf(stderr, "start: %s\n", describe(err).c_str());
-    return 1;
-  }
-  counters c;
-  messenger_client m{n};
-  bind_or_die(m.bind("test.sink", [&c](envelope& e) -> caf::expected<envelope> {
-    c.sink_checksum = checksum64(e.payload.data(), e.payload.size());
-    c.sink_bytes += e.payload.size();
-    ++c.sink_count;
-    return envelope{};
-  }));
-  bind_or_die(m.bind("test.stats", [&c](envelope&) -> caf::expected<envelope> {
-    auto text = nlohmann::json{{"sink_count", c.sink_count.load()},
-                               {"sink_bytes", c.sink_bytes.load()},
-                               {"sink_checksum", c.sink_checksum.load()},
-                               {"produced", c.produced.load()},
-                               {"streams_closed", c.streams_closed.load()}}
-                  .dump();
-    envelope out;
-    out.payload.assign(text.begin(), text.end());
-    return out;
-  }));
-  bind_or_die(m.bind("test.sleep", [](envelope& e) -> caf::expected<envelope> {
-    auto ms = std::min<uint64_t>(header_u64(e, "ms", 0), 60000);
-    std::this_thread::sleep_for(std::chrono::milliseconds{ms});
-    return envelope{};
-  }));
-  bind_or_die(m.bind_stream(
-    "test.count", [&c](envelope& e) -> caf::expected<messenger::item_source_ptr> {
-      return std::make_shared<counting_source>(c, header_u64(e, "items", 0),
-                                               header_u64(e, "bytes", 0));
+  counters c; // outlives the node the frame runs
+  return test::run_test_peer(argc, argv, "ferry_messenger_peer: a node with test handlers",
+                             [&c](node& n) {
+    messenger_client m{n};
+    bind_or_die(m.bind("test.sink", [&c](envelope& e) -> caf::expected<envelope> {
+      c.sink_checksum = checksum64(e.payload.data(), e.payload.size());
+      c.sink_bytes += e.payload.size();
+      ++c.sink_count;
+      return envelope{};
     }));
-  if (!ready_file.empty()) {
-    std::ofstream{ready_file + ".tmp"} << n.port() << " " << n.metrics_port() << " "
-                                       << n.worker_id() << "\n";
-    std::rename((ready_file + ".tmp").c_str(), ready_file.c_str());
-  }
-  int sig = 0;
-  sigwait(&stop, &sig);
-  n.stop();
-  return 0;
+    bind_or_die(m.bind("test.stats", [&c](envelope&) -> caf::expected<envelope> {
+      auto text = nlohmann::json{{"sink_count", c.sink_count.load()},
+                                 {"sink_bytes", c.sink_bytes.load()},
+                                 {"sink_checksum", c.sink_checksum.load()},
+                                 {"produced", c.produced.load()},
+                                 {"streams_closed", c.streams_closed.load()}}
+                    .dump();
+      envelope out;
+      out.payload.assign(text.begin(), text.end());
+      return out;
+    }));
+    bind_or_die(m.bind("test.sleep", [](envelope& e) -> caf::expected<envelope> {
+      auto ms = std::min<uint64_t>(header_u64(e, "ms", 0), 60000);
+      std::this_thread::sleep_for(std::chrono::milliseconds{ms});
+      return envelope{};
+    }));
+    bind_or_die(m.bind_stream(
+      "test.count", [&c](envelope& e) -> caf::expected<messenger::item_source_ptr> {
+        return std::make_shared<counting_source>(c, header_u64(e, "items", 0),
+                                                 header_u64(e, "bytes", 0));
+      }));
+    return true;
+  });
 }

@@ -110,7 +110,28 @@ struct CudaGpuPayload : ::testing::Test {
     EXPECT_TRUE(released->freed);
   }
 
+  /// Starts a copy of `bytes` of `dev` into `into` on the staging workers
+  /// that waits on its event (held) until release_held(); returns once it
+  /// runs.
+  void start_held_copy(staging::device_ptr dev, std::vector<char>& into) {
+    fake_of(*local).hold_events(true);
+    held = std::thread{[this, dev, &into] {
+      staging::copy_job j;
+      j.device = dev;
+      j.host = into.data();
+      j.bytes = into.size();
+      held_result = gpu_payloads{*local}.copy(0, j, nullptr);
+    }};
+    ASSERT_TRUE(test::eventually([&] { return fake_of(*local).calls("event_query") > 0; }));
+  }
+  void release_held() {
+    fake_of(*local).hold_events(false);
+    held.join();
+  }
+
   void TearDown() override {
+    if (held.joinable())
+      release_held();
     local.reset();
     peer.reset();
   }
@@ -118,6 +139,8 @@ struct CudaGpuPayload : ::testing::Test {
   std::unique_ptr<node_process> peer;
   std::unique_ptr<node> local;
   uint64_t peer_id = 0;
+  std::thread held;
+  caf::expected<uint64_t> held_result{uint64_t{0}};
 };
 
 TEST_F(CudaGpuPayload, ADevicePayloadFromOneNodeLandsInDeviceMemoryOnAnotherByRdma) {
@@ -152,19 +175,9 @@ TEST_F(CudaGpuPayload, AQueuedCopyCancelledBeforeItStartsCopiesNothing) {
   auto cfg = fake_gpu_node();
   cfg.staging_workers = 1;
   start(cfg);
-  auto& fake = fake_of(*local);
-  fake.hold_events(true); // the first copy waits on its event
   auto dev = device_on(*local, MiB, 'a');
   std::vector<char> first(MiB), second(MiB, 'z');
-  caf::expected<uint64_t> first_done{uint64_t{0}};
-  std::thread runner{[&] {
-    staging::copy_job j;
-    j.device = dev;
-    j.host = first.data();
-    j.bytes = MiB;
-    first_done = gpu_payloads{*local}.copy(0, j, nullptr);
-  }};
-  ASSERT_TRUE(test::eventually([&] { return fake.calls("event_query") > 0; }));
+  start_held_copy(dev, first);
   gpu_copy_request req;
   req.job.device = dev;
   req.job.host = second.data();
@@ -173,9 +186,8 @@ TEST_F(CudaGpuPayload, AQueuedCopyCancelledBeforeItStartsCopiesNothing) {
   caf::scoped_actor self{local->system()};
   auto pending = self->request(local->staging_workers(), 20s, gpu_copy_atom::value, req);
   EXPECT_TRUE(ticket->cancel()); // still in line behind the first
-  fake.hold_events(false);
-  runner.join();
-  ASSERT_TRUE(first_done) << describe(first_done.error());
+  release_held();
+  ASSERT_TRUE(held_result) << describe(held_result.error());
   EXPECT_EQ(first[MiB - 1], 'a');
   caf::error second_err;
   pending.receive([](uint64_t) {}, [&](caf::error& e) { second_err = std::move(e); });
@@ -190,29 +202,18 @@ TEST_F(CudaGpuPayload, OneCopyMoreThanTheQueueHoldsIsRefusedAtOnce) {
   cfg.staging_workers = 1;
   cfg.staging_max_queued = 1;
   start(cfg);
-  auto& fake = fake_of(*local);
-  fake.hold_events(true);
   auto dev = device_on(*local, MiB, 'b');
   std::vector<char> first(MiB), second(MiB);
-  caf::expected<uint64_t> first_done{uint64_t{0}};
-  std::thread runner{[&] {
-    staging::copy_job j;
-    j.device = dev;
-    j.host = first.data();
-    j.bytes = MiB;
-    first_done = gpu_payloads{*local}.copy(0, j, nullptr);
-  }};
-  ASSERT_TRUE(test::eventually([&] { return fake.calls("event_query") > 0; }));
+  start_held_copy(dev, first);
   staging::copy_job j;
   j.device = dev;
   j.host = second.data();
   j.bytes = MiB;
   auto refused = gpu_payloads{*local}.copy(0, j, nullptr);
-  fake.hold_events(false);
-  runner.join();
+  release_held();
   ASSERT_FALSE(refused);
   EXPECT_TRUE(is(refused.error(), errc::resource_exhausted));
-  EXPECT_TRUE(first_done);
+  EXPECT_TRUE(held_result);
 }
 
 TEST(CudaNode, ANodeWithoutADriverRunsAndSaysWhyStagingIsOff) {

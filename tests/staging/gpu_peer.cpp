@@ -6,21 +6,17 @@
 //                     with gpu_payloads::register_device and replies the
 //                     handle (header "handle") and the bytes' checksum
 //                     (header "checksum"); the device memory is freed after
-#include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 
-#include <CLI/CLI.hpp>
 
 #include "protocol/errors.hpp"
 #include "runtime/checksum.hpp"
 #include "runtime/gpu_payloads.hpp"
-#include "runtime/logging.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
-#include "runtime/node_options.hpp"
 #include "staging/local_stager.hpp"
+#include "tests/cluster/test_peer_main.hpp"
 #include "tests/cluster/test_support.hpp"
 
 using namespace ferry;
@@ -57,56 +53,33 @@ void free_device(staging::cuda_api& api, staging::device_ptr d) {
 } // namespace
 
 int main(int argc, char** argv) {
-  node_config cfg;
-  std::string ready_file;
-  CLI::App app{"ferry_gpu_peer: a node owning GPU payloads on the fake CUDA"};
-  add_node_options(app, cfg);
-  app.add_option("--ready-file", ready_file);
-  CLI11_PARSE(app, argc, argv);
-  init_logging(cfg.log_level, "gpu-peer");
-  sigset_t stop;
-  sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-
-  node n{cfg};
-  if (auto err = n.start()) {
-    std::fprintf(stderr, "start: %s\n", describe(err).c_str());
-    return 1;
-  }
-  messenger_client m{n};
-  auto bound = m.bind("test.gpu_payload", [&n](envelope& e) -> caf::expected<envelope> {
-    auto bytes = std::stoull(e.hdrs["bytes"]);
-    auto seed = std::stoull(e.hdrs["seed"]);
-    auto pattern = test::payload(bytes, seed);
-    auto& api = n.stager()->api();
-    auto dev = device_copy_of(api, pattern);
-    if (!dev)
-      return dev.error();
-    auto h = gpu_payloads{n}.register_device(0, *dev, bytes);
-    free_device(api, *dev);
-    if (!h)
-      return h.error();
-    char hex[19];
-    std::snprintf(hex, sizeof hex, "0x%016llx",
-                  static_cast<unsigned long long>(checksum64(pattern.data(), pattern.size())));
-    envelope out;
-    out.hdrs["handle"] = to_string(*h);
-    out.hdrs["checksum"] = hex;
-    return out;
+  return test::run_test_peer(argc, argv,
+                             "ferry_gpu_peer: a node owning GPU payloads on the fake CUDA",
+                             [](node& n) {
+    messenger_client m{n};
+    auto bound = m.bind("test.gpu_payload", [&n](envelope& e) -> caf::expected<envelope> {
+      auto bytes = std::stoull(e.hdrs["bytes"]);
+      auto seed = std::stoull(e.hdrs["seed"]);
+      auto pattern = test::payload(bytes, seed);
+      auto& api = n.stager()->api();
+      auto dev = device_copy_of(api, pattern);
+      if (!dev)
+        return dev.error();
+      auto h = gpu_payloads{n}.register_device(0, *dev, bytes);
+      free_device(api, *dev);
+      if (!h)
+        return h.error();
+      char hex[19];
+      std::snprintf(hex, sizeof hex, "0x%016llx",
+                    static_cast<unsigned long long>(
+                      checksum64(pattern.data(), pattern.size())));
+      envelope out;
+      out.hdrs["handle"] = to_string(*h);
+      out.hdrs["checksum"] = hex;
+      return out;
+    });
+    if (bound)
+      std::fprintf(stderr, "bind: %s\n", describe(bound).c_str());
+    return !bound;
   });
-  if (bound) {
-    std::fprintf(stderr, "bind: %s\n", describe(bound).c_str());
-    return 1;
-  }
-  if (!ready_file.empty()) {
-    std::ofstream{ready_file + ".tmp"} << n.port() << " " << n.metrics_port() << " "
-                                       << n.worker_id() << "\n";
-    std::rename((ready_file + ".tmp").c_str(), ready_file.c_str());
-  }
-  int sig = 0;
-  sigwait(&stop, &sig);
-  n.stop();
-  return 0;
 }
