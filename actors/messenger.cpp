@@ -1,5 +1,6 @@
 #include "actors/messenger.hpp"
 
+#include <deque>
 #include <functional>
 #include <map>
 #include <optional>
@@ -47,6 +48,11 @@ struct outbound_stream {
   uint64_t consumer_id = 0; // the stream's id there
   messenger::stream_credit credit;
   messenger::item_source_ptr source;
+  // The handles of the latest staged items (at most two windows: older ones
+  // were fetched before the consumer granted the credit that followed them).
+  // A stream stopped early, or whose consumer went down, unstages them, so
+  // items it will never fetch do not wait for their TTL.
+  std::deque<data_handle> staged;
   explicit outbound_stream(uint32_t window) : credit(window) {
   }
 };
@@ -207,6 +213,14 @@ void unstage(messenger_ptr self, const std::optional<data_handle>& h) {
   self->request(self->state.p.owner, self->state.p.cfg.request_timeout,
                 unstage_atom::value, *h)
     .then([](bool) {}, [](caf::error&) {});
+}
+
+/// A stream that ends early drops the copies staged for its items (those
+/// already fetched are gone; one being fetched is kept by its lease).
+void unstage_items(messenger_ptr self, outbound_stream& s) {
+  for (auto& h : s.staged)
+    unstage(self, h);
+  s.staged.clear();
 }
 
 // -- receiving: the staged payload ---------------------------------------------------
@@ -493,10 +507,19 @@ void pump(messenger_ptr self, uint64_t id) {
         prepare(self, consumer, std::move(item), std::nullopt,
                 [=](caf::expected<envelope> out) {
                   auto i = self->state.outbound.find(id);
-                  if (i == self->state.outbound.end())
+                  if (i == self->state.outbound.end()) {
+                    if (out) // stopped while it was staged: nobody will fetch it
+                      unstage(self, staged_handle(*out));
                     return;
+                  }
                   if (!out)
                     return end_outbound(self, id, describe(out.error()));
+                  if (auto h = staged_handle(*out)) {
+                    auto& staged = i->second.staged;
+                    staged.push_back(*h);
+                    while (staged.size() > 2 * size_t{i->second.credit.window()})
+                      staged.pop_front();
+                  }
                   self->send(caf::actor_cast<messenger_actor>(i->second.consumer),
                              wire_item_atom::value, i->second.consumer_id,
                              std::move(*out));
@@ -559,10 +582,12 @@ void on_down(messenger_ptr self, const caf::down_msg& dm) {
   for (auto id : failing)
     fail_inbound(self, id, why, false);
   for (auto i = st.outbound.begin(); i != st.outbound.end();) {
-    if (i->second.consumer.address() == dm.source)
+    if (i->second.consumer.address() == dm.source) {
+      unstage_items(self, i->second);
       i = st.outbound.erase(i);
-    else
+    } else {
       ++i;
+    }
   }
   update_stream_gauge(self);
 }
@@ -849,6 +874,7 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
         return;
       spdlog::info("messenger: stream {} stopped by its consumer: {}", id,
                    why.substr(0, 256));
+      unstage_items(self, i->second);
       self->state.outbound.erase(i);
       update_stream_gauge(self);
     },

@@ -39,6 +39,7 @@ public:
   /// The consumer took `n` more items.
   void granted(uint32_t n);
   uint32_t credit() const { return credit_; }
+  uint32_t window() const { return window_; }
   bool ended() const { return ended_; }
 
 private:
