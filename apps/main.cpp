@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "apps/commands.hpp"
+#include "runtime/version.hpp"
 
 namespace ferry::app {
 
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ferry: pass large data between distributed actors by handle"};
   app.require_subcommand(1);
   app.set_config("--config", "", "INI or TOML file with option values");
+  app.set_version_flag("--version", ferry::version_text());
   ferry::app::add_node_command(app);
   ferry::app::add_put_command(app);
   ferry::app::add_get_command(app);

@@ -7,16 +7,16 @@ find_package(prometheus-cpp REQUIRED)
 find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
 
-find_path(CAF_INCLUDE_DIR caf/all.hpp REQUIRED)
-find_library(CAF_CORE_LIBRARY caf_core REQUIRED)
-find_library(CAF_IO_LIBRARY caf_io REQUIRED)
-add_library(caf::core UNKNOWN IMPORTED)
-set_target_properties(caf::core PROPERTIES IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
-  INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR}
-  INTERFACE_LINK_LIBRARIES Threads::Threads)
-add_library(caf::io UNKNOWN IMPORTED)
-set_target_properties(caf::io PROPERTIES IMPORTED_LOCATION ${CAF_IO_LIBRARY}
-  INTERFACE_LINK_LIBRARIES caf::core)
+find_package(FerryCAF REQUIRED) # cmake/FindFerryCAF.cmake: caf::core, caf::io
+
+# Where a ferry library's headers are found: the source tree while building,
+# include/ferry (the installed tree, which keeps the source layout) after.
+function(ferry_public_includes target)
+  target_include_directories(${target} PUBLIC
+    $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}>
+    $<INSTALL_INTERFACE:include>
+    $<INSTALL_INTERFACE:include/ferry>)
+endfunction()
 
 find_library(NUMA_LIBRARY numa)
 

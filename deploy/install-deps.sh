@@ -9,7 +9,7 @@ packages=(
   libmsgpack-cxx-dev nlohmann-json3-dev prometheus-cpp-dev
   libnuma-dev libcli11-dev libspdlog-dev
   libgtest-dev clang libfuzzer-14-dev libxxhash-dev
-  gnuplot-nox curl
+  gnuplot-nox curl doxygen
 )
 
 missing=()

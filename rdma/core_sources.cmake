@@ -6,4 +6,4 @@ add_library(ferry_rdma_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/offset_allocator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/region_registry.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rkey_preparse.cpp)
-target_include_directories(ferry_rdma_core PUBLIC ${PROJECT_SOURCE_DIR})
+ferry_public_includes(ferry_rdma_core)

@@ -9,7 +9,7 @@ add_library(ferry_ucx STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ucx_memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ucx_endpoint.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ucx_get.cpp)
-target_include_directories(ferry_ucx PUBLIC ${PROJECT_SOURCE_DIR})
+ferry_public_includes(ferry_ucx)
 target_link_libraries(ferry_ucx PUBLIC ucx::ucp ucx::ucs)
 # UCM (no imported target in UCX's CMake files): apply_ucx_defaults sets its
 # memory-event switch directly, since UCM reads its variables at load time.

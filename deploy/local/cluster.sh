@@ -10,6 +10,10 @@ set -euo pipefail
 export UCX_NET_DEVICES=${UCX_NET_DEVICES:-lo}
 root=$(cd "$(dirname "$0")/../.." && pwd)
 ferry=${FERRY_BIN:-$root/build/apps/ferry}
+# Installed (share/ferry/deploy): the packaged `ferry` on PATH.
+if [ -z "${FERRY_BIN:-}" ] && [ ! -x "$ferry" ] && command -v ferry >/dev/null; then
+  ferry=$(command -v ferry)
+fi
 dir=${FERRY_CLUSTER_DIR:-/tmp/ferry-cluster}
 
 endpoints() {

@@ -79,6 +79,16 @@ TEST(ClusterCli, BadInputGetsClearErrors) {
   EXPECT_NE(bad_endpoint.err.find("HOST:PORT"), std::string::npos);
 }
 
+TEST(ClusterCli, VersionNamesFerryCafAndUcx) {
+  auto v = run_ferry({"--version"});
+  EXPECT_EQ(v.exit_code, 0) << v.err;
+  EXPECT_EQ(v.out.rfind("ferry 0.", 0), 0u) << v.out;
+  EXPECT_NE(v.out.find("CAF 0.17.6"), std::string::npos) << v.out;
+#ifdef FERRY_WITH_UCX
+  EXPECT_NE(v.out.find("UCX 1.13"), std::string::npos) << v.out;
+#endif
+}
+
 TEST(ClusterJob, ThreeNodeJobVerifiesEveryShard) {
   node_process a, b, c;
   auto dir = test::temp_dir();

@@ -1,0 +1,20 @@
+# Finds CAF 0.17 (Debian 12 ships no CMake config for it) and defines the
+# imported targets caf::core and caf::io. Used by ferry's own build and by
+# the installed package (ferryConfig.cmake).
+include(CMakeFindDependencyMacro)
+find_dependency(Threads)
+find_path(CAF_INCLUDE_DIR caf/all.hpp)
+find_library(CAF_CORE_LIBRARY caf_core)
+find_library(CAF_IO_LIBRARY caf_io)
+include(FindPackageHandleStandardArgs)
+find_package_handle_standard_args(FerryCAF
+  REQUIRED_VARS CAF_INCLUDE_DIR CAF_CORE_LIBRARY CAF_IO_LIBRARY)
+if(FerryCAF_FOUND AND NOT TARGET caf::core)
+  add_library(caf::core UNKNOWN IMPORTED)
+  set_target_properties(caf::core PROPERTIES IMPORTED_LOCATION ${CAF_CORE_LIBRARY}
+    INTERFACE_INCLUDE_DIRECTORIES ${CAF_INCLUDE_DIR}
+    INTERFACE_LINK_LIBRARIES Threads::Threads)
+  add_library(caf::io UNKNOWN IMPORTED)
+  set_target_properties(caf::io PROPERTIES IMPORTED_LOCATION ${CAF_IO_LIBRARY}
+    INTERFACE_LINK_LIBRARIES caf::core)
+endif()

@@ -1,0 +1,78 @@
+#include "runtime/run_node.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "protocol/errors.hpp"
+#include "runtime/logging.hpp"
+#include "runtime/node_options.hpp"
+#include "runtime/version.hpp"
+
+namespace ferry {
+
+int serve_node(const node_config& cfg, const std::string& ready_file,
+               worker_registry workers, type_registrar extra_types) {
+  init_logging(cfg.log_level, "node");
+  // Block the stop signals before any thread starts; sigwait takes them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  node n{cfg, std::move(workers), std::move(extra_types)};
+  if (auto err = n.start()) {
+    std::fprintf(stderr, "ferry node: %s\n", describe(err).c_str());
+    return 1;
+  }
+  std::printf("ferry node %016llx listening on %s:%u",
+              static_cast<unsigned long long>(n.worker_id()), cfg.bind_host.c_str(),
+              n.port());
+  if (cfg.metrics_port >= 0)
+    std::printf(", metrics on http://%s:%u/metrics", cfg.bind_host.c_str(),
+                n.metrics_port());
+  std::printf("\n");
+  std::fflush(stdout);
+  if (!ready_file.empty()) {
+    auto tmp = ready_file + ".tmp";
+    std::ofstream{tmp} << n.port() << " " << n.metrics_port() << " " << n.worker_id()
+                       << "\n";
+    std::rename(tmp.c_str(), ready_file.c_str());
+  }
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  spdlog::info("signal {}: shutting down", sig);
+  n.stop();
+  spdlog::info("stopped");
+  return 0;
+}
+
+int run_node(int argc, char** argv, worker_registry workers, type_registrar extra_types) {
+  // The deploy scripts run `$FERRY_BIN node ...`: drop that word.
+  std::vector<char*> args(argv, argv + argc);
+  if (args.size() > 1 && std::strcmp(args[1], "node") == 0)
+    args.erase(args.begin() + 1);
+  node_config cfg;
+  cfg.map_arena_at_start = true; // a serving node, as `ferry node`
+  std::string ready_file;
+  CLI::App app{"A ferry node serving this program's worker types"};
+  app.set_config("--config", "", "INI or TOML file with option values");
+  add_node_options(app, cfg);
+  app.add_option("--ready-file", ready_file,
+                 "Write 'PORT METRICS_PORT WORKER_ID' here once listening");
+  app.set_version_flag("--version", version_text());
+  try {
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  return serve_node(cfg, ready_file, std::move(workers), std::move(extra_types));
+}
+
+} // namespace ferry
