@@ -23,6 +23,17 @@ using namespace std::chrono_literals;
 constexpr size_t chunk = 64 * 1024;
 constexpr char guard = '\x5a';
 
+template <class Pred>
+bool eventually(Pred pred) {
+  auto until = std::chrono::steady_clock::now() + 10s;
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until)
+      return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
 staging_config small_pool(size_t count = 2, const char* where = "any") {
   staging_config c;
   c.chunk_size = chunk;
@@ -127,10 +138,7 @@ TEST_F(CudaStagedCopy, TheDeviceFillsOneHalfWhileTheHostDrainsTheOther) {
   copy_result r;
   std::thread copier{[&] { r = to_host(d, host.data(), host.size()); }};
   // Both halves are issued before the first one completes.
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (cuda->calls("copy_to_host") < 2 && std::chrono::steady_clock::now() < deadline)
-    std::this_thread::sleep_for(1ms);
-  EXPECT_EQ(cuda->calls("copy_to_host"), 2u); // (a third waits for a half to drain)
+  EXPECT_TRUE(eventually([&] { return cuda->calls("copy_to_host") == 2; })); // (a third waits for a half to drain)
   cuda->hold_events(false);
   copier.join();
   ASSERT_FALSE(r.error) << ferry::describe(r.error);
@@ -146,6 +154,58 @@ TEST_F(CudaStagedCopy, APassedDeadlineFailsAtTheFirstBoundaryWithZeroBytesAndThe
   EXPECT_EQ(r.completed, 0u);
   EXPECT_EQ(host[0], guard); // nothing ran
   EXPECT_EQ(stager->stats().idle, 1u);
+}
+
+TEST_F(CudaStagedCopy, ADeadlinePassingMidwayEndsTheCopyAtAPieceBoundaryWithZeroBytes) {
+  auto d = device_with(8 * chunk, 2);
+  std::vector<char> host(8 * chunk, guard);
+  auto deadline = std::chrono::steady_clock::now() + 50ms;
+  cuda->hold_events(true); // the first pieces wait until the deadline passed
+  copy_result r;
+  std::thread copier{[&] { r = to_host(d, host.data(), host.size(), deadline); }};
+  ASSERT_TRUE(eventually([&] { return cuda->calls("event_query") > 0; }));
+  ASSERT_TRUE(eventually([&] { return std::chrono::steady_clock::now() > deadline; }));
+  cuda->hold_events(false);
+  copier.join();
+  ASSERT_TRUE(r.error);
+  EXPECT_TRUE(ferry::is(r.error, ferry::errc::timeout));
+  EXPECT_EQ(r.completed, 0u);          // all or nothing...
+  EXPECT_GE(r.pieces, 1u);             // ...though a prefix was copied
+  EXPECT_EQ(host[0], reinterpret_cast<char*>(d)[0]);
+  EXPECT_EQ(host.back(), guard);       // and the rest never was
+  EXPECT_TRUE(r.chunk_ok);             // what was in flight drained first
+  EXPECT_EQ(stager->stats().idle, 1u);
+}
+
+TEST_F(CudaStagedCopy, CloseDuringACopyLeavesItsChunkAloneAndTheNextCloseFreesIt) {
+  auto d = device_with(2 * chunk, 4);
+  std::vector<char> host(2 * chunk);
+  cuda->hold_events(true);
+  copy_result r;
+  std::thread copier{[&] { r = to_host(d, host.data(), host.size()); }};
+  ASSERT_TRUE(eventually([&] { return cuda->calls("event_query") > 0; }));
+  stager->close(); // the chunk is active: not closed under the copy
+  EXPECT_EQ(stager->stats().active, 1u);
+  EXPECT_EQ(cuda->calls("host_unregister"), 0u);
+  cuda->hold_events(false);
+  copier.join();
+  ASSERT_FALSE(r.error) << ferry::describe(r.error);
+  EXPECT_EQ(0, std::memcmp(host.data(), reinterpret_cast<void*>(d), host.size()));
+  stager->close();
+  EXPECT_EQ(stager->stats().counted(), 0u);
+  EXPECT_EQ(cuda->live().registrations, 0u);
+}
+
+TEST_F(CudaStagedCopy, AFailedFreeOnCloseKeepsTheChunkRetainedWithItsMemory) {
+  auto d = device_with(chunk, 1);
+  std::vector<char> host(chunk);
+  ASSERT_FALSE(to_host(d, host.data(), chunk).error);
+  cuda->fail("host_unregister", 1);
+  stager->close();
+  EXPECT_EQ(stager->stats().retained, 1u);
+  EXPECT_EQ(cuda->live().registrations, 1u); // never unmapped under it
+  stager->close(); // a retained chunk is not freed again
+  EXPECT_EQ(cuda->calls("host_unregister"), 1u);
 }
 
 TEST_F(CudaStagedCopy, AFailureMidwayReportsZeroCompletedBytes) {
