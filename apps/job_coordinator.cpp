@@ -16,6 +16,7 @@
 #include "apps/shard_math.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/checksum.hpp"
+#include "runtime/blocking_client.hpp"
 #include "runtime/node.hpp"
 #include "actors/messenger_interface.hpp"
 
@@ -164,19 +165,14 @@ int run_job(const job_options& opts, node_config cfg) {
       std::fprintf(stderr, "ferry job: %s\n", describe(hello.error()).c_str());
       return 1;
     }
-    caf::scoped_actor self{n.system()};
-    caf::error failed;
-    self
-      ->request(caf::actor_cast<gateway_actor>(hello->gateway),
-                cfg.request_timeout(), spawn_atom::value,
-                std::string{sort_worker_name}, caf::make_message(handler))
-      .receive([&](caf::actor& w) { workers.push_back(std::move(w)); },
-               [&](caf::error& err) { failed = std::move(err); });
-    if (failed) {
+    auto worker = blocking_client{n}.spawn(caf::actor_cast<gateway_actor>(hello->gateway),
+                                           sort_worker_name, caf::make_message(handler));
+    if (!worker) {
       std::fprintf(stderr, "ferry job: spawn on %s failed: %s\n",
-                   endpoint.c_str(), describe(failed).c_str());
+                   endpoint.c_str(), describe(worker.error()).c_str());
       return 1;
     }
+    workers.push_back(std::move(*worker));
     names.push_back(endpoint);
     worker_nodes.push_back(hello->worker_id);
     std::printf("[job] connected to %s (worker %016llx), spawned a sort worker as "

@@ -193,6 +193,14 @@ caf::expected<data_handle> blocking_client::adopt(const gateway_actor& remote,
     [](data_handle& copy) { return copy; }, adopt_atom::value, h, options);
 }
 
+caf::expected<caf::actor> blocking_client::spawn(const gateway_actor& gw,
+                                                 const std::string& type,
+                                                 caf::message args) {
+  return ask<caf::actor>(
+    control_bound(), gw, [](caf::actor& a) { return std::move(a); }, spawn_atom::value,
+    type, std::move(args));
+}
+
 caf::expected<std::string> blocking_client::stat(const gateway_actor& gw) {
   return ask<std::string>(
     control_bound(), gw, [](std::string& text) { return std::move(text); },

@@ -11,7 +11,9 @@
 #include <string>
 
 #include <caf/error.hpp>
+#include <caf/actor.hpp>
 #include <caf/expected.hpp>
+#include <caf/message.hpp>
 
 #include "actors/gateway_interface.hpp"
 #include "actors/rdma_types.hpp"
@@ -103,6 +105,11 @@ public:
   /// Asks a remote node to pull `h` and stage its own copy.
   caf::expected<data_handle> adopt(const gateway_actor& remote,
                                    const data_handle& h, bool pinned = false);
+
+  /// Has the node behind `gw` spawn a worker of a type in its registry
+  /// (worker_registry), with `args`; the worker's handle.
+  caf::expected<caf::actor> spawn(const gateway_actor& gw, const std::string& type,
+                                  caf::message args = {});
 
   /// A node's self-description (JSON).
   caf::expected<std::string> stat(const gateway_actor& gw);

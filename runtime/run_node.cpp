@@ -17,7 +17,8 @@
 namespace ferry {
 
 int serve_node(const node_config& cfg, const std::string& ready_file,
-               worker_registry workers, type_registrar extra_types) {
+               worker_registry workers, type_registrar extra_types,
+               const on_node_started& started) {
   init_logging(cfg.log_level, "node");
   // Block the stop signals before any thread starts; sigwait takes them.
   sigset_t stop_signals;
@@ -31,6 +32,8 @@ int serve_node(const node_config& cfg, const std::string& ready_file,
     std::fprintf(stderr, "ferry node: %s\n", describe(err).c_str());
     return 1;
   }
+  if (started && !started(n))
+    return 1;
   std::printf("ferry node %016llx listening on %s:%u",
               static_cast<unsigned long long>(n.worker_id()), cfg.bind_host.c_str(),
               n.port());

@@ -12,6 +12,7 @@
 //   }
 #pragma once
 
+#include <functional>
 #include <string>
 
 #include "actors/node_context.hpp"
@@ -26,10 +27,16 @@ namespace ferry {
 int run_node(int argc, char** argv, worker_registry workers = {},
              type_registrar extra_types = {});
 
-/// The serving part: starts a node with `cfg`, prints where it listens,
-/// writes `ready_file` (PORT METRICS_PORT WORKER_ID) when set, and stops it
-/// cleanly on SIGINT or SIGTERM. Returns the exit status (1: it did not start).
+/// Called once the node started, before it is announced: binds handlers,
+/// say; false stops the program (exit status 1).
+using on_node_started = std::function<bool(node&)>;
+
+/// The serving part: starts a node with `cfg`, runs `started`, prints where
+/// it listens, writes `ready_file` (PORT METRICS_PORT WORKER_ID) when set,
+/// and stops it cleanly on SIGINT or SIGTERM. Returns the exit status (1:
+/// it did not start).
 int serve_node(const node_config& cfg, const std::string& ready_file,
-               worker_registry workers = {}, type_registrar extra_types = {});
+               worker_registry workers = {}, type_registrar extra_types = {},
+               const on_node_started& started = {});
 
 } // namespace ferry

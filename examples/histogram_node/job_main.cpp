@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   ferry::messenger_client m{n};
-  caf::scoped_actor self{n.system()};
+  ferry::blocking_client client{n};
   for (const auto& ep : endpoints) {
     auto hello = n.connect(ep);
     if (!hello) {
@@ -39,15 +39,11 @@ int main(int argc, char** argv) {
                    ferry::describe(hello.error()).c_str());
       return 1;
     }
-    caf::error failed;
-    self
-      ->request(caf::actor_cast<ferry::gateway_actor>(hello->gateway),
-                cfg.request_timeout(), ferry::spawn_atom::value,
-                std::string{"histogram.bins"}, caf::make_message(std::string{"histogram"}))
-      .receive([](caf::actor&) {}, [&](caf::error& err) { failed = std::move(err); });
-    if (failed) {
+    auto spawned = client.spawn(caf::actor_cast<ferry::gateway_actor>(hello->gateway),
+                                "histogram.bins", caf::make_message(std::string{"histogram"}));
+    if (!spawned) {
       std::fprintf(stderr, "histogram_job: spawn on %s: %s\n", ep.c_str(),
-                   ferry::describe(failed).c_str());
+                   ferry::describe(spawned.error()).c_str());
       return 1;
     }
     auto reply = m.call(hello->worker_id, "histogram", payload, {}, std::chrono::seconds{30});

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "wordcount: %s\n", ferry::describe(err).c_str());
     return 1;
   }
-  caf::scoped_actor self{client_node.system()};
+  ferry::blocking_client client{client_node};
   std::vector<caf::actor> workers;
   for (const auto& ep : endpoints) {
     auto hello = client_node.connect(ep);
@@ -90,23 +90,19 @@ int main(int argc, char** argv) {
                    ferry::describe(hello.error()).c_str());
       return 1;
     }
-    caf::error failed;
-    self
-      ->request(caf::actor_cast<ferry::gateway_actor>(hello->gateway),
-                cfg.request_timeout(), ferry::spawn_atom::value,
-                std::string{wordcount::counter_type}, caf::make_message())
-      .receive([&](caf::actor& w) { workers.push_back(std::move(w)); },
-               [&](caf::error& err) { failed = std::move(err); });
-    if (failed) {
+    auto w = client.spawn(caf::actor_cast<ferry::gateway_actor>(hello->gateway),
+                          wordcount::counter_type);
+    if (!w) {
       std::fprintf(stderr, "wordcount: spawning a counter on %s: %s\n", ep.c_str(),
-                   ferry::describe(failed).c_str());
+                   ferry::describe(w.error()).c_str());
       return 1;
     }
+    workers.push_back(std::move(*w));
   }
 
   // Stage each shard, send its handle to a worker, merge the answers.
   auto words = make_words(word_count, seed);
-  ferry::blocking_client client{client_node};
+  caf::scoped_actor self{client_node.system()};
   std::map<std::string, uint64_t> merged;
   for (uint64_t s = 0; s < shards; ++s) {
     auto from = words.size() * s / shards, to = words.size() * (s + 1) / shards;
