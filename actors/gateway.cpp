@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "protocol/endpoint.hpp"
 #include "protocol/errors.hpp"
 
 namespace ferry {
@@ -39,13 +40,43 @@ peer_hello own_hello(gateway_ptr self) {
   return h;
 }
 
+/// True for this node and for the node of a registered peer.
+bool is_registered(gateway_ptr self, const caf::strong_actor_ptr& sender) {
+  if (!sender)
+    return false; // anonymous: nobody to check
+  const auto& n = sender->node();
+  if (n == self->node())
+    return true;
+  for (const auto& [wid, p] : self->state.peers)
+    if (p.gateway.node() == n)
+      return true;
+  return false;
+}
+
+/// A new listening member: the membership actor hears of it, and every
+/// other listening member is told, so that it dials the newcomer.
+void announce(gateway_ptr self, const peer_hello& peer) {
+  if (peer.port == 0)
+    return; // a client: nobody dials it
+  auto ep = endpoint_text(peer.host, peer.port);
+  if (auto& m = self->state.params.membership)
+    caf::anon_send(m, peer_joined_atom::value, peer.worker_id, ep);
+  for (const auto& [wid, other] : self->state.peers)
+    if (wid != peer.worker_id && other.port != 0)
+      self->send(caf::actor_cast<gateway_actor>(other.gateway), member_atom::value, ep);
+}
+
 void add_peer(gateway_ptr self, const peer_hello& peer) {
   if (peer.worker_id == self->state.params.identity.worker_id || !peer.gateway)
     return;
   auto [i, added] = self->state.peers.insert_or_assign(peer.worker_id, peer);
-  if (added)
-    spdlog::info("peer {:016x} joined ({}:{}, incarnation {:016x})",
-                 peer.worker_id, peer.host, peer.port, peer.incarnation);
+  if (added) {
+    // A client (port 0: ferry stat, get, put) comes and goes: not news.
+    spdlog::log(peer.port == 0 ? spdlog::level::debug : spdlog::level::info,
+                "peer {:016x} joined ({}:{}, incarnation {:016x})", peer.worker_id,
+                peer.host, peer.port, peer.incarnation);
+    announce(self, peer);
+  }
   self->monitor(peer.gateway);
   const auto& engine = self->state.params.engine;
   auto has_ucx = std::find(peer.capabilities.begin(), peer.capabilities.end(),
@@ -77,7 +108,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
     auto& peers = self->state.peers;
     for (auto i = peers.begin(); i != peers.end(); ++i) {
       if (i->second.gateway.address() == dm.source) {
-        spdlog::warn("peer {:016x} left ({})", i->first, to_string(dm.reason));
+        spdlog::log(i->second.port == 0 ? spdlog::level::debug : spdlog::level::warn,
+                    "peer {:016x} left ({})", i->first, to_string(dm.reason));
         // Its unpacked keys (and the mappings of its memory) go with it.
         const auto& engine = self->state.params.engine;
         if (engine && self->state.ucx_peers.count(i->first) > 0) {
@@ -89,6 +121,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         // Its leases on our owner end with it.
         self->send(self->state.params.node->owner, peer_down_atom::value,
                    dm.source.node());
+        if (auto& m = self->state.params.membership)
+          caf::anon_send(m, peer_down_atom::value, i->first);
         self->state.ucx_peers.erase(i->first);
         peers.erase(i);
         return;
@@ -114,7 +148,26 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       add_peer(self, peer);
       return caf::ok_atom::value;
     },
+    [=](members_atom) -> caf::result<std::vector<std::string>> {
+      if (!is_registered(self, self->current_sender()))
+        return make_error(errc::not_registered, "members: say hello first");
+      std::vector<std::string> eps;
+      for (const auto& [wid, p] : self->state.peers)
+        if (p.port != 0)
+          eps.push_back(endpoint_text(p.host, p.port));
+      return eps;
+    },
+    [=](member_atom, const std::string& ep) {
+      // Only a member may make this node dial somewhere.
+      if (!is_registered(self, self->current_sender()))
+        return;
+      if (auto& m = self->state.params.membership)
+        caf::anon_send(m, member_atom::value, ep);
+    },
     [=](lookup_atom, uint64_t worker_id) -> caf::result<caf::actor, bool> {
+      if (!is_registered(self, self->current_sender()))
+        return make_error(errc::not_registered,
+                          "lookup: only registered peers (say hello first)");
       const auto& node = *self->state.params.node;
       if (worker_id == node.worker_id)
         return {caf::actor_cast<caf::actor>(node.owner), false};

@@ -1,5 +1,7 @@
 // gateway: a node's published front door. It keeps the peer directory
-// (worker id -> hello, the peer's gateway monitored), answers hellos, resolves
+// (worker id -> hello, the peer's gateway monitored), answers hellos, tells
+// its listening members of each new one (membership: every node learns of
+// every other) and lists them to a joining node, resolves
 // a worker id to its owner, spawns registered worker types on request, and
 // adopts payloads (pull from their owner, stage here).
 // Workers it spawned are stopped when it stops.
@@ -30,6 +32,9 @@ struct gateway_params {
   // The port the node listens on, known only once it has published.
   std::shared_ptr<std::atomic<uint16_t>> port
     = std::make_shared<std::atomic<uint16_t>>(0);
+  // The membership actor (actors/membership.hpp): told of members that
+  // registered or left, and of members peers push (optional).
+  caf::actor membership;
   // The staging layer's state for `ferry stat` (JSON text; empty: none).
   std::function<std::string()> staging_status;
 };

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/message.hpp>
@@ -20,6 +21,10 @@ using gateway_actor = caf::typed_actor<
   caf::replies_to<hello_atom, peer_hello>::with<peer_hello>,
   // Local: record the hello a peer answered after this node connected out.
   caf::replies_to<add_peer_atom, peer_hello>::with<caf::ok_atom>,
+  // Membership (registered peers only): the HOST:PORT of every listening
+  // member this node knows, and a member a peer learned of (a push).
+  caf::replies_to<members_atom>::with<std::vector<std::string>>,
+  caf::reacts_to<member_atom, std::string>,
   // The owner actor of a worker id (this node's own or a peer's), and
   // whether that peer is registered on this node's UCX engine.
   caf::replies_to<lookup_atom, uint64_t>::with<caf::actor, bool>,

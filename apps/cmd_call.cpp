@@ -40,7 +40,7 @@ std::string hex64(uint64_t x) {
 }
 
 void run_call(const call_command& cmd) {
-  init_logging(cmd.cfg.log_level, "call");
+  init_logging(cmd.cfg.log_level, "call", cmd.cfg.log_format);
   auto payload = read_file("call", cmd.file);
   auto sent = payload.size();
   auto sent_sum = checksum64(payload.data(), payload.size());

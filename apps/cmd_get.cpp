@@ -26,7 +26,7 @@ struct get_command {
 };
 
 void run_get(const get_command& cmd) {
-  init_logging(cmd.cfg.log_level, "get");
+  init_logging(cmd.cfg.log_level, "get", cmd.cfg.log_format);
   auto h = parse_data_handle(cmd.handle_text);
   if (!h)
     fail("get", "'" + cmd.handle_text

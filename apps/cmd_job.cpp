@@ -38,7 +38,7 @@ void add_job_command(CLI::App& root) {
   sub->add_option("--summary-json", cmd->opts.summary_json,
                   "Also write the summary as JSON to this file");
   sub->callback([cmd] {
-    init_logging(cmd->cfg.log_level, "job");
+    init_logging(cmd->cfg.log_level, "job", cmd->cfg.log_format);
     cmd->opts.total_bytes = cmd->total_mib * MiB;
     if (auto rc = run_job(cmd->opts, cmd->cfg); rc != 0)
       throw CLI::RuntimeError(rc);

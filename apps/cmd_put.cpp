@@ -25,7 +25,7 @@ struct put_command {
 };
 
 void run_put(const put_command& cmd) {
-  init_logging(cmd.cfg.log_level, "put");
+  init_logging(cmd.cfg.log_level, "put", cmd.cfg.log_format);
   auto bytes = read_file("put", cmd.file);
   auto size = bytes.size();
   auto session = client_session::open(cmd.cfg, cmd.node_endpoint);

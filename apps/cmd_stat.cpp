@@ -61,7 +61,7 @@ void print_human(const nlohmann::json& j) {
 }
 
 void run_stat(const stat_command& cmd) {
-  init_logging(cmd.cfg.log_level, "stat");
+  init_logging(cmd.cfg.log_level, "stat", cmd.cfg.log_format);
   auto session = client_session::open(cmd.cfg, cmd.node_endpoint);
   if (!session)
     fail("stat", describe(session.error()));

@@ -4,10 +4,12 @@ find_package(Threads REQUIRED)
 find_package(nlohmann_json 3 REQUIRED)
 find_package(msgpack REQUIRED)          # target: msgpackc-cxx
 find_package(prometheus-cpp REQUIRED)
+find_package(OpenSSL REQUIRED)       # runtime/openssl_error_queue.cpp
+find_package(civetweb REQUIRED)      # the HTTP port: /metrics, /healthz, /readyz
 find_package(CLI11 REQUIRED)
 find_package(spdlog REQUIRED)
 
-find_package(FerryCAF REQUIRED) # cmake/FindFerryCAF.cmake: caf::core, caf::io
+find_package(FerryCAF REQUIRED) # cmake/FindFerryCAF.cmake: caf::core, caf::io, caf::openssl
 
 # Where a ferry library's headers are found: the source tree while building,
 # include/ferry (the installed tree, which keeps the source layout) after.

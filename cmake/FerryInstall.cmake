@@ -97,7 +97,7 @@ set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
 set(CPACK_DEBIAN_PACKAGE_SECTION devel)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_DEPENDS
-  "libcaf-dev (>= 0.17.6), libucx-dev (>= 1.13), libmsgpack-cxx-dev, nlohmann-json3-dev, prometheus-cpp-dev, libnuma-dev, libcli11-dev, libspdlog-dev, cmake (>= 3.22), g++")
+  "libcaf-dev (>= 0.17.6), libucx-dev (>= 1.13), libmsgpack-cxx-dev, nlohmann-json3-dev, prometheus-cpp-dev, libcivetweb-dev, libssl-dev, libnuma-dev, libcli11-dev, libspdlog-dev, cmake (>= 3.22), g++")
 set(CPACK_STRIP_FILES ON) # the debug info stays in the build tree
 set(CPACK_GENERATOR DEB)
 include(CPack)

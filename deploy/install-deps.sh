@@ -9,7 +9,8 @@ packages=(
   libmsgpack-cxx-dev nlohmann-json3-dev prometheus-cpp-dev
   libnuma-dev libcli11-dev libspdlog-dev
   libgtest-dev clang libfuzzer-14-dev libxxhash-dev
-  gnuplot-nox curl doxygen
+  gnuplot-nox curl doxygen libssl-dev openssl
+  prometheus slurm-wlm munge iproute2 python3 python3-yaml
 )
 
 missing=()

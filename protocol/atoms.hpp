@@ -30,7 +30,12 @@ using add_peer_atom = caf::atom_constant<caf::atom("add_peer")>;
 using lookup_atom = caf::atom_constant<caf::atom("lookup")>;
 using spawn_atom = caf::atom_constant<caf::atom("spawn")>;
 using adopt_atom = caf::atom_constant<caf::atom("adopt")>;
-using peers_atom = caf::atom_constant<caf::atom("peers")>;
+// Membership: the endpoints of a node's members (a pull), a member a peer
+// learned of (a push), a node's own membership actor hearing of a peer.
+using members_atom = caf::atom_constant<caf::atom("members")>;
+using member_atom = caf::atom_constant<caf::atom("member")>;
+using join_atom = caf::atom_constant<caf::atom("join")>;
+using peer_joined_atom = caf::atom_constant<caf::atom("peer_join")>;
 // The gateway tells the owner that a peer node went away.
 using peer_down_atom = caf::atom_constant<caf::atom("peer_down")>;
 

@@ -34,6 +34,7 @@ std::string to_string(errc code) {
     case errc::cuda_error: return "cuda_error";
     case errc::staging_unavailable: return "staging_unavailable";
     case errc::cancelled: return "cancelled";
+    case errc::not_registered: return "not_registered";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -39,6 +39,7 @@ enum class errc : uint8_t {
   cuda_error,          // a CUDA call failed (the text names the call)
   staging_unavailable, // no CUDA driver or device: GPU staging is off
   cancelled,           // the requester cancelled before the work started
+  not_registered,      // a call that needs a hello first (membership, lookup)
 };
 
 /// The CAF error category ferry's codes live in.

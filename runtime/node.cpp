@@ -8,18 +8,21 @@
 #include <cstdlib>
 #include <mutex>
 #include <random>
+#include <fstream>
 #include <set>
 #include <thread>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
 #include <caf/io/middleman_actor.hpp>
-#include <prometheus/exposer.h>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/consumer_metrics.hpp"
 #include "actors/gateway.hpp"
+#include "actors/membership.hpp"
 #include "actors/messenger.hpp"
 #include "actors/messenger_metrics.hpp"
 #include "actors/owner.hpp"
@@ -32,6 +35,8 @@
 #include "protocol/errors.hpp"
 #include "protocol/type_registry.hpp"
 #include "runtime/builtin_handlers.hpp"
+#include "runtime/http_endpoint.hpp"
+#include "runtime/openssl_error_queue.hpp"
 #include "runtime/kill_switch.hpp"
 #include "staging/cuda_driver.hpp"
 #include "staging/fake_cuda.hpp"
@@ -49,6 +54,23 @@ struct node::caf_config : caf::actor_system_config {};
 
 namespace {
 
+/// All three TLS files set and readable (CAF would otherwise fail later,
+/// at a handshake, with less to say).
+caf::error check_tls_files(const node_config& cfg) {
+  std::pair<const char*, const std::string*> files[] = {
+    {"--tls-ca", &cfg.tls_ca}, {"--tls-cert", &cfg.tls_cert}, {"--tls-key", &cfg.tls_key}};
+  for (auto& [flag, path] : files) {
+    if (path->empty())
+      return make_error(errc::invalid_argument,
+                        std::string{"TLS needs --tls-ca, --tls-cert and --tls-key; "}
+                          + flag + " is missing");
+    if (!std::ifstream{*path})
+      return make_error(errc::io_error,
+                        std::string{flag} + ": cannot read '" + *path + "'");
+  }
+  return caf::none;
+}
+
 uint64_t random_nonzero_u64() {
   static thread_local std::mt19937_64 gen{std::random_device{}()
                                           ^ static_cast<uint64_t>(
@@ -62,23 +84,6 @@ uint64_t random_nonzero_u64() {
 }
 
 } // namespace
-
-caf::expected<std::pair<std::string, uint16_t>>
-parse_endpoint(const std::string& endpoint) {
-  auto colon = endpoint.rfind(':');
-  if (colon == std::string::npos || colon == 0 || colon + 1 == endpoint.size())
-    return make_error(errc::invalid_argument,
-                      "expected HOST:PORT, got '" + endpoint + "'");
-  auto host = endpoint.substr(0, colon);
-  auto port_text = endpoint.substr(colon + 1);
-  if (!std::all_of(port_text.begin(), port_text.end(),
-                   [](char c) { return c >= '0' && c <= '9'; })
-      || port_text.size() > 5 || std::stoul(port_text) == 0
-      || std::stoul(port_text) > 65535)
-    return make_error(errc::invalid_argument,
-                      "bad port in '" + endpoint + "'");
-  return std::make_pair(host, static_cast<uint16_t>(std::stoul(port_text)));
-}
 
 /// Keeps glibc from handing chunk-sized buffers back to the kernel after
 /// each burst and from mapping every mid-sized buffer afresh: on guests where
@@ -116,6 +121,20 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   if (extra_types)
     extra_types(*sys_cfg_);
   sys_cfg_->load<caf::io::middleman>();
+  if (cfg_.tls()) {
+    // Every connection of this node goes through CAF's OpenSSL module, with
+    // the peer's certificate verified against the CA; a broken TLS
+    // configuration fails start(), never falls back to plain connections.
+    tls_error_ = check_tls_files(cfg_);
+    if (!tls_error_ && !openssl_error_queue_fix_active())
+      tls_error_ = make_error(errc::io_error, "TLS: libssl's SSL_read/SSL_write not found");
+    if (!tls_error_) {
+      sys_cfg_->load<caf::openssl::manager>();
+      sys_cfg_->openssl_cafile = cfg_.tls_ca;
+      sys_cfg_->openssl_certificate = cfg_.tls_cert;
+      sys_cfg_->openssl_key = cfg_.tls_key;
+    }
+  }
   sys_cfg_->set("scheduler.policy", caf::atom_from_string(cfg_.scheduler_policy));
   sys_cfg_->set("scheduler.max-threads", cfg_.effective_scheduler_threads());
   sys_cfg_->set("middleman.heartbeat-interval",
@@ -153,6 +172,15 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   gp.directory = directory;
   auto peers = directory;
   published_port_ = gp.port;
+  membership_params mship;
+  mship.join = cfg_.join;
+  mship.own_hello = [this] { return hello(); };
+  mship.connector = connector();
+  mship.gateway_signature = sys_->message_types<gateway_actor>();
+  mship.request_timeout = cfg_.request_timeout();
+  joined_ = mship.ready;
+  membership_ = spawn_membership(*sys_, std::move(mship));
+  gp.membership = membership_;
   if (auto stager = stager_)
     gp.staging_status = [stager] { return stager->status_json(); };
   gateway_ = spawn_gateway(*sys_, std::move(gp));
@@ -293,13 +321,22 @@ node::~node() {
 caf::error node::start() {
   if (staging_error_)
     return staging_error_; // before anything is allocated or opened
+  if (tls_error_)
+    return tls_error_;
   if (cfg_.metrics_port >= 0) {
     try {
-      exposer_ = std::make_unique<prometheus::Exposer>(
-        cfg_.bind_host + ":" + std::to_string(cfg_.metrics_port));
-      exposer_->RegisterCollectable(registry_);
-      auto ports = exposer_->GetListeningPorts();
-      metrics_port_ = ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
+      auto published = published_port_;
+      auto joined = joined_;
+      http_ = std::make_unique<http_endpoint>(
+        cfg_.bind_host, static_cast<uint16_t>(cfg_.metrics_port), registry_,
+        [published, joined, listen = cfg_.listen]() -> std::string {
+          if (listen && published->load() == 0)
+            return "the gateway is not published yet";
+          if (!joined->load())
+            return "the --join members are not reached yet";
+          return {};
+        });
+      metrics_port_ = http_->port();
     } catch (const std::exception& e) {
       return make_error(errc::io_error, std::string{"metrics endpoint on port "}
                                           + std::to_string(cfg_.metrics_port)
@@ -309,8 +346,10 @@ caf::error node::start() {
   if (cfg_.map_arena_at_start)
     map_first_arena();
   if (cfg_.listen) {
-    auto port = sys_->middleman().publish(gateway_, cfg_.port,
-                                          cfg_.bind_host.c_str(), true);
+    auto port = cfg_.tls() ? caf::openssl::publish(gateway_, cfg_.port,
+                                                   cfg_.bind_host.c_str(), true)
+                           : sys_->middleman().publish(gateway_, cfg_.port,
+                                                       cfg_.bind_host.c_str(), true);
     if (!port)
       return make_error(errc::io_error, "cannot listen on " + cfg_.bind_host
                                           + ":" + std::to_string(cfg_.port)
@@ -318,12 +357,33 @@ caf::error node::start() {
     port_ = *port;
     published_port_->store(port_);
   }
-  for (const auto& peer : cfg_.peers) {
-    auto hello = connect(peer);
-    if (!hello)
-      return hello.error();
-  }
+  for (const auto& ep : cfg_.join)
+    if (auto parsed = parse_endpoint(ep); !parsed)
+      return make_error(errc::invalid_argument, "--join: " + describe(parsed.error()));
+  // Membership dials the join targets and every member they name, in the
+  // background (retried until reached; /readyz waits for them).
+  caf::anon_send(membership_, join_atom::value, gateway_,
+                 cfg_.listen ? endpoint_text(cfg_.advertised_host(), port_) : std::string{});
   return caf::none;
+}
+
+caf::io::middleman_actor node::connector() const {
+  return sys_->has_openssl_manager() ? sys_->openssl_manager().actor_handle()
+                                     : sys_->middleman().actor_handle();
+}
+
+peer_hello node::hello() const {
+  peer_hello mine;
+  mine.worker_id = worker_id_;
+  mine.incarnation = incarnation_;
+  mine.capabilities = capabilities();
+  mine.ucx_address = ucx_address_;
+  mine.host = cfg_.advertised_host();
+  mine.port = published_port_->load();
+  mine.gateway = caf::actor_cast<caf::actor>(gateway_);
+  mine.owner = caf::actor_cast<caf::actor>(ctx_->owner);
+  mine.messenger = ctx_->messenger;
+  return mine;
 }
 
 caf::expected<peer_hello> node::connect(const std::string& endpoint) {
@@ -341,8 +401,7 @@ caf::expected<gateway_actor> node::dial_gateway(const std::string& host, uint16_
   caf::scoped_actor self{*sys_};
   caf::expected<gateway_actor> result = make_error(errc::timeout);
   self
-    ->request(sys_->middleman().actor_handle(), cfg_.request_timeout(),
-              caf::connect_atom::value, host, port)
+    ->request(connector(), cfg_.request_timeout(), caf::connect_atom::value, host, port)
     .receive(
       [&](const caf::node_id&, caf::strong_actor_ptr& remote,
           const std::set<std::string>& ifs) {
@@ -364,19 +423,12 @@ caf::expected<gateway_actor> node::dial_gateway(const std::string& host, uint16_
 }
 
 caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) {
+  if (tls_error_)
+    return tls_error_;
   auto remote = dial_gateway(host, port);
   if (!remote)
     return remote.error();
-  peer_hello mine;
-  mine.worker_id = worker_id_;
-  mine.incarnation = incarnation_;
-  mine.capabilities = capabilities();
-  mine.ucx_address = ucx_address_;
-  mine.host = cfg_.advertised_host();
-  mine.port = port_;
-  mine.gateway = caf::actor_cast<caf::actor>(gateway_);
-  mine.owner = caf::actor_cast<caf::actor>(ctx_->owner);
-  mine.messenger = ctx_->messenger;
+  auto mine = hello();
   caf::scoped_actor self{*sys_};
   caf::expected<peer_hello> result = make_error(errc::timeout);
   self->request(*remote, cfg_.request_timeout(), hello_atom::value, mine)
@@ -449,8 +501,17 @@ void node::stop() {
     return;
   stopped_ = true;
   drain_rdma();
-  if (port_ != 0)
-    sys_->middleman().unpublish(gateway_, port_);
+  if (port_ != 0) {
+    // Through the middleman actor that published it (CAF's OpenSSL
+    // unpublish helper does not compile in 0.17.6).
+    caf::scoped_actor self{*sys_};
+    self->request(connector(), cfg_.request_timeout(), caf::unpublish_atom::value,
+                  caf::actor_cast<caf::actor_addr>(gateway_), port_)
+      .receive([] {},
+               [](caf::error& err) {
+                 spdlog::warn("shutdown: unpublish: {}", describe(err));
+               });
+  }
   // Stop in order, each bounded: the front door and the consumers first,
   // then the owner (its slots return their blocks), then the UCX engine (no
   // GET runs after it), then the pool, which unmaps what is left.
@@ -467,6 +528,7 @@ void node::stop() {
                                  bound.count());
                   });
   };
+  stop_and_wait("membership", membership_);
   stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
   stop_and_wait("messenger", caf::actor_cast<caf::actor>(messenger_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
@@ -481,7 +543,7 @@ void node::stop() {
     stop_and_wait("UCX engine", engine_.actor());
   }
   stop_and_wait("arena pool", caf::actor_cast<caf::actor>(pool_));
-  exposer_.reset();
+  http_.reset();
   gateway_ = nullptr;
   messenger_ = nullptr;
   staging_workers_ = nullptr;

@@ -4,7 +4,8 @@
 // service), the peer connections, the metrics registry and its HTTP endpoint.
 //
 // Life cycle: construct (spawns the actors), start() (publishes the gateway,
-// opens the metrics endpoint, connects the configured peers), use, stop()
+// plain or over mutual TLS, opens the HTTP endpoint, and has membership
+// join the configured members in the background), use, stop()
 // (also run by the destructor): the RDMA sweep (see drain_rdma), unpublish,
 // stop the actors, join the system.
 // Must never: be shared between threads without the caller's own locking;
@@ -20,6 +21,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/expected.hpp>
+#include <caf/io/middleman_actor.hpp>
 
 #include "actors/arena_pool_actor.hpp"
 #include "actors/consumer_service.hpp"
@@ -28,12 +30,12 @@
 #include "actors/messenger_interface.hpp"
 #include "actors/node_context.hpp"
 #include "actors/owner_interface.hpp"
+#include "protocol/endpoint.hpp"
 #include "protocol/peer_hello.hpp"
 #include "runtime/node_config.hpp"
 
 namespace prometheus {
 class Registry;
-class Exposer;
 } // namespace prometheus
 
 namespace ferry {
@@ -48,6 +50,7 @@ namespace staging {
 class local_stager;
 } // namespace staging
 class ucx_context;
+class http_endpoint;
 
 /// Adds application message types to a node's CAF config (every node of a
 /// cluster must register the same ones).
@@ -63,7 +66,7 @@ public:
   node& operator=(const node&) = delete;
 
   /// Publishes the gateway (when cfg.listen), opens the metrics endpoint and
-  /// connects the configured peers.
+  /// starts joining the configured members (--join; /readyz says when done).
   caf::error start();
 
   /// Stops the node's actors and joins the actor system. Idempotent.
@@ -115,6 +118,8 @@ private:
   void start_ucx();
   void start_staging();
   caf::expected<gateway_actor> dial_gateway(const std::string& host, uint16_t port);
+  /// The middleman actor that dials: CAF's OpenSSL one with TLS.
+  caf::io::middleman_actor connector() const;
   void destroy_system(std::chrono::milliseconds bound);
   void drain_rdma();
   void map_first_arena();
@@ -144,14 +149,13 @@ private:
   gateway_actor gateway_;
   messenger_actor messenger_;
   caf::error staging_error_; // a staging option the node refuses at start
+  caf::error tls_error_;     // a TLS configuration the node refuses
+  caf::actor membership_;    // dials the join targets and the members
+  std::shared_ptr<std::atomic<bool>> joined_; // every join target reached
   std::shared_ptr<staging::local_stager> stager_;
   caf::actor staging_workers_;
   std::shared_ptr<std::atomic<uint16_t>> published_port_;
-  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::unique_ptr<http_endpoint> http_;
 };
-
-/// Splits "HOST:PORT"; an error names what is wrong.
-caf::expected<std::pair<std::string, uint16_t>>
-parse_endpoint(const std::string& endpoint);
 
 } // namespace ferry

@@ -27,7 +27,12 @@ struct node_config {
   uint16_t port = 0;                   // 0: any free port
   bool listen = true;                  // false: a client node (ferry put/get)
   int metrics_port = -1;               // -1: no HTTP endpoint, 0: any free port
-  std::vector<std::string> peers;      // HOST:PORT to connect to at start
+  std::vector<std::string> join;       // HOST:PORT of members to join by (retried)
+
+  // -- mutual TLS (CAF's OpenSSL module); all three or none ------------------
+  std::string tls_ca;   // PEM: the CA whose certificates peers must have
+  std::string tls_cert; // PEM: this node's certificate, signed by that CA
+  std::string tls_key;  // PEM: its private key
 
   // -- CAF -------------------------------------------------------------------
   std::string scheduler_policy = "sharing"; // 15 us local round trip vs 91 us
@@ -77,6 +82,7 @@ struct node_config {
 
   // -- logging -----------------------------------------------------------------
   std::string log_level = "info";
+  std::string log_format = "text"; // or json: one object a line
 
   // -- test hooks (honoured only in FERRY_TEST_HOOKS builds) -------------------
   uint64_t test_stall_pulls_from = std::numeric_limits<uint64_t>::max();
@@ -95,6 +101,7 @@ struct node_config {
   std::chrono::milliseconds effective_lease_timeout() const {
     return std::chrono::milliseconds{lease_timeout_ms < 1 ? 1 : lease_timeout_ms};
   }
+  bool tls() const { return !tls_ca.empty() || !tls_cert.empty() || !tls_key.empty(); }
   std::string advertised_host() const {
     return advertise_host.empty() ? bind_host : advertise_host;
   }

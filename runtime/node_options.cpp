@@ -31,6 +31,18 @@ void add_client_options(CLI::App& app, node_config& cfg) {
   app.add_option("--log-level", cfg.log_level,
                  "trace, debug, info, warn, error or off")
     ->capture_default_str();
+  app.add_option("--log-format", cfg.log_format,
+                 "text, or json (one object a line, for log collectors)")
+    ->check(CLI::IsMember({"text", "json"}))
+    ->capture_default_str();
+  app.add_option("--tls-ca", cfg.tls_ca,
+                 "PEM file of the CA peers' certificates must be signed by "
+                 "(mutual TLS; needs --tls-cert and --tls-key)")
+    ->check(CLI::ExistingFile);
+  app.add_option("--tls-cert", cfg.tls_cert, "PEM file of this process's certificate")
+    ->check(CLI::ExistingFile);
+  app.add_option("--tls-key", cfg.tls_key, "PEM file of its private key")
+    ->check(CLI::ExistingFile);
   app.add_option("--scheduler-threads", cfg.scheduler_threads,
                  "CAF scheduler threads (0: half the cores, 1 to 4)")
     ->capture_default_str();
@@ -61,7 +73,9 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_option("--metrics-port", cfg.metrics_port,
                  "Prometheus HTTP port (-1: off, 0: any free port)")
     ->capture_default_str();
-  app.add_option("--peer", cfg.peers, "HOST:PORT of a node to connect to");
+  app.add_option("--join", cfg.join,
+                 "HOST:PORT of a cluster member to join by (repeatable; retried "
+                 "until reached; every member learns of this node)");
   app.add_option("--scheduler-policy", cfg.scheduler_policy,
                  "CAF scheduler policy: sharing or stealing")
     ->capture_default_str();

@@ -19,7 +19,10 @@ namespace ferry {
 int serve_node(const node_config& cfg, const std::string& ready_file,
                worker_registry workers, type_registrar extra_types,
                const on_node_started& started) {
-  init_logging(cfg.log_level, "node");
+  if (auto err = init_logging(cfg.log_level, "node", cfg.log_format)) {
+    std::fprintf(stderr, "ferry node: %s\n", describe(err).c_str());
+    return 2;
+  }
   // Block the stop signals before any thread starts; sigwait takes them.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);

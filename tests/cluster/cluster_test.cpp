@@ -463,7 +463,7 @@ TEST(ClusterFaults, AChunkedLeaseIsHeldPastItsTransferDeadline) {
 
 TEST(ClusterFaults, ADeadPeerIsForgottenByTheGateway) {
   node_process a;
-  node_process b{{"--peer", a.endpoint()}};
+  node_process b{{"--join", a.endpoint()}};
   node local{client_config()};
   ASSERT_FALSE(local.start());
   auto hello = local.connect(a.endpoint());
@@ -481,8 +481,15 @@ TEST(ClusterFaults, ADeadPeerIsForgottenByTheGateway) {
     }
     return ids;
   };
-  auto ids = peer_ids();
-  EXPECT_NE(std::find(ids.begin(), ids.end(), b.worker_id()), ids.end());
+  // b joins in the background: wait for a to list it.
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 500; ++i) {
+    ids = peer_ids();
+    if (std::find(ids.begin(), ids.end(), b.worker_id()) != ids.end())
+      break;
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_NE(std::find(ids.begin(), ids.end(), b.worker_id()), ids.end());
   b.kill(SIGKILL);
   bool gone = false;
   for (int i = 0; i < 500 && !gone; ++i) {

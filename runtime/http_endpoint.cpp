@@ -1,0 +1,94 @@
+#include "runtime/http_endpoint.hpp"
+
+#include <sstream>
+#include <stdexcept>
+#include <vector>
+
+#include <CivetServer.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+namespace ferry {
+
+namespace {
+
+void reply(mg_connection* conn, int status, const char* reason, const char* type,
+           const std::string& body) {
+  mg_printf(conn,
+            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+            "Connection: close\r\n\r\n",
+            status, reason, type, body.size());
+  mg_write(conn, body.data(), body.size());
+}
+
+class metrics_handler : public CivetHandler {
+public:
+  explicit metrics_handler(std::shared_ptr<prometheus::Registry> r) : registry_(std::move(r)) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    std::ostringstream out;
+    prometheus::TextSerializer{}.Serialize(out, registry_->Collect());
+    reply(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", out.str());
+    return true;
+  }
+
+private:
+  std::shared_ptr<prometheus::Registry> registry_;
+};
+
+class health_handler : public CivetHandler {
+public:
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    reply(conn, 200, "OK", "text/plain", "ok\n");
+    return true;
+  }
+};
+
+class ready_handler : public CivetHandler {
+public:
+  explicit ready_handler(http_endpoint::readiness r) : ready_(std::move(r)) {}
+  bool handleGet(CivetServer*, mg_connection* conn) override {
+    auto why = ready_ ? ready_() : std::string{};
+    if (why.empty())
+      reply(conn, 200, "OK", "text/plain", "ready\n");
+    else
+      reply(conn, 503, "Service Unavailable", "text/plain", "not ready: " + why + "\n");
+    return true;
+  }
+
+private:
+  http_endpoint::readiness ready_;
+};
+
+} // namespace
+
+struct http_endpoint::handlers {
+  metrics_handler metrics;
+  health_handler health;
+  ready_handler ready;
+};
+
+http_endpoint::http_endpoint(const std::string& host, uint16_t port,
+                             std::shared_ptr<prometheus::Registry> registry,
+                             readiness ready)
+  : handlers_(new handlers{metrics_handler{std::move(registry)}, health_handler{},
+                           ready_handler{std::move(ready)}}) {
+  std::vector<std::string> options{"listening_ports", host + ":" + std::to_string(port),
+                                   "num_threads", "2"};
+  try {
+    server_ = std::make_unique<CivetServer>(options);
+  } catch (const CivetException& e) {
+    throw std::runtime_error(e.what());
+  }
+  server_->addHandler("/metrics", handlers_->metrics);
+  server_->addHandler("/healthz", handlers_->health);
+  server_->addHandler("/readyz", handlers_->ready);
+  auto ports = server_->getListeningPorts();
+  port_ = ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
+}
+
+http_endpoint::~http_endpoint() {
+  if (server_)
+    server_->close(); // no handler runs after this
+}
+
+} // namespace ferry
