@@ -52,12 +52,18 @@ void print_human(const nlohmann::json& j) {
                   s->value("unavailable_reason", std::string{"unknown"}).c_str());
     }
   }
+  // Members listen (a port); clients (ferry put/get/job) do not.
   const auto& peers = j.at("peers");
-  std::printf("  peers         %zu\n", peers.size());
+  size_t members = 0;
   for (const auto& p : peers)
-    std::printf("    %016llx  %s:%u\n", p.at("worker_id").get<unsigned long long>(),
-                p.at("host").get<std::string>().c_str(),
-                p.at("port").get<unsigned>());
+    members += p.at("port").get<unsigned>() != 0 ? 1 : 0;
+  std::printf("  members       %zu\n", members);
+  for (const auto& p : peers)
+    if (p.at("port").get<unsigned>() != 0)
+      std::printf("    %016llx  %s:%u\n", p.at("worker_id").get<unsigned long long>(),
+                  p.at("host").get<std::string>().c_str(), p.at("port").get<unsigned>());
+  if (members < peers.size())
+    std::printf("  clients       %zu\n", peers.size() - members);
 }
 
 void run_stat(const stat_command& cmd) {

@@ -1,9 +1,15 @@
 #include "runtime/openssl_error_queue.hpp"
 
+#include <arpa/inet.h>
 #include <dlfcn.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
+#include <string>
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <spdlog/spdlog.h>
 
 namespace {
 
@@ -33,6 +39,39 @@ handshake_fn real_connect() {
   return fn;
 }
 
+/// "ADDRESS:PORT" of the socket's other end ("an unknown peer" if none).
+std::string peer_of(SSL* ssl) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof(addr);
+  int fd = SSL_get_fd(ssl);
+  if (fd < 0 || getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    return "an unknown peer";
+  char host[INET6_ADDRSTRLEN] = "?";
+  uint16_t port = 0;
+  if (addr.ss_family == AF_INET) {
+    auto* in = reinterpret_cast<sockaddr_in*>(&addr);
+    inet_ntop(AF_INET, &in->sin_addr, host, sizeof host);
+    port = ntohs(in->sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto* in6 = reinterpret_cast<sockaddr_in6*>(&addr);
+    inet_ntop(AF_INET6, &in6->sin6_addr, host, sizeof host);
+    port = ntohs(in6->sin6_port);
+  }
+  return std::string{host} + ":" + std::to_string(port);
+}
+
+/// A handshake that failed for good (not one that waits for more bytes) is
+/// logged: CAF closes such a connection without a word.
+int logged_handshake(SSL* ssl, int ret, const char* what) {
+  if (ret <= 0 && SSL_get_error(ssl, ret) == SSL_ERROR_SSL) {
+    char reason[256] = "no reason given";
+    if (auto e = ERR_peek_error())
+      ERR_error_string_n(e, reason, sizeof reason);
+    spdlog::warn("TLS: {} {}: {}", what, peer_of(ssl), reason);
+  }
+  return ret;
+}
+
 } // namespace
 
 extern "C" {
@@ -49,12 +88,12 @@ int SSL_write(SSL* ssl, const void* buf, int num) {
 
 int SSL_accept(SSL* ssl) {
   ERR_clear_error();
-  return real_accept()(ssl);
+  return logged_handshake(ssl, real_accept()(ssl), "refused a connection from");
 }
 
 int SSL_connect(SSL* ssl) {
   ERR_clear_error();
-  return real_connect()(ssl);
+  return logged_handshake(ssl, real_connect()(ssl), "handshake failed with");
 }
 
 } // extern "C"

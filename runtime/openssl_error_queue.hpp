@@ -11,7 +11,9 @@
 // This file defines SSL_read, SSL_write, SSL_accept and SSL_connect in the
 // program itself (the dynamic linker prefers them over libssl's for every
 // library, libcaf_openssl included): each clears the thread's error queue,
-// then calls libssl's own. Linking ferry_runtime brings them in.
+// then calls libssl's own. A handshake refused for good is logged with the
+// peer's address and OpenSSL's reason (CAF drops it silently). Linking
+// ferry_runtime brings them in.
 #pragma once
 
 namespace ferry {

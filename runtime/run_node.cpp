@@ -37,14 +37,17 @@ int serve_node(const node_config& cfg, const std::string& ready_file,
   }
   if (started && !started(n))
     return 1;
-  std::printf("ferry node %016llx listening on %s:%u",
-              static_cast<unsigned long long>(n.worker_id()), cfg.bind_host.c_str(),
-              n.port());
+  auto listening = fmt::format("ferry node {:016x} listening on {}:{}", n.worker_id(),
+                               cfg.bind_host, n.port());
   if (cfg.metrics_port >= 0)
-    std::printf(", metrics on http://%s:%u/metrics", cfg.bind_host.c_str(),
-                n.metrics_port());
-  std::printf("\n");
-  std::fflush(stdout);
+    listening += fmt::format(", metrics on http://{}:{}/metrics", cfg.bind_host,
+                             n.metrics_port());
+  if (cfg.log_format == "json") {
+    spdlog::info("{}", listening); // every line a JSON object
+  } else {
+    std::printf("%s\n", listening.c_str());
+    std::fflush(stdout);
+  }
   if (!ready_file.empty()) {
     auto tmp = ready_file + ".tmp";
     std::ofstream{tmp} << n.port() << " " << n.metrics_port() << " " << n.worker_id()

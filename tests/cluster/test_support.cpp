@@ -9,6 +9,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
@@ -98,9 +99,11 @@ int wait_for(pid_t pid, std::chrono::milliseconds timeout) {
 node_process::node_process(std::vector<std::string> extra_args,
                            std::vector<std::string> env, std::string program)
   : dir_(temp_dir()) {
-  std::vector<std::string> args{"--port", "0", "--bind", "127.0.0.1",
-                                "--ready-file", dir_ + "/ready", "--log-level",
-                                "info"};
+  std::vector<std::string> args{"--bind", "127.0.0.1", "--ready-file", dir_ + "/ready",
+                                "--log-level", "info"};
+  // Any free port, unless the test names one.
+  if (std::find(extra_args.begin(), extra_args.end(), "--port") == extra_args.end())
+    args.insert(args.end(), {"--port", "0"});
   if (program.empty())
     args.insert(args.begin(), "node");
   args.insert(args.end(), extra_args.begin(), extra_args.end());
@@ -184,7 +187,8 @@ command_result run_ferry(const std::vector<std::string>& args,
   return r;
 }
 
-std::string scrape_metrics(uint16_t port) {
+http_reply http_get(uint16_t port, const std::string& path) {
+  http_reply reply;
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
@@ -192,11 +196,11 @@ std::string scrape_metrics(uint16_t port) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
     ::close(fd);
-    return {};
+    return reply;
   }
   timeval tv{10, 0};
   setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-  std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
+  std::string req = "GET " + path + " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
   (void) !::write(fd, req.data(), req.size());
   std::string resp;
   char buf[65536];
@@ -207,7 +211,20 @@ std::string scrape_metrics(uint16_t port) {
     resp.append(buf, static_cast<size_t>(n));
   }
   ::close(fd);
-  return resp;
+  // "HTTP/1.1 200 OK\r\n...\r\n\r\nbody"
+  if (resp.compare(0, 5, "HTTP/") == 0) {
+    auto sp = resp.find(' ');
+    if (sp != std::string::npos)
+      reply.status = std::atoi(resp.c_str() + sp + 1);
+  }
+  auto body = resp.find("\r\n\r\n");
+  reply.body = body == std::string::npos ? std::string{} : resp.substr(body + 4);
+  reply.raw = std::move(resp);
+  return reply;
+}
+
+std::string scrape_metrics(uint16_t port) {
+  return http_get(port, "/metrics").raw;
 }
 
 double series_value(const std::string& text, const std::string& series) {

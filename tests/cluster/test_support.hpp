@@ -74,7 +74,16 @@ command_result run_ferry(const std::vector<std::string>& args,
 pid_t start_ferry(const std::vector<std::string>& args,
                   std::vector<std::string> env = {}, std::string* err_path = nullptr);
 
-/// GET http://127.0.0.1:port/metrics.
+struct http_reply {
+  int status = 0;   // 0: no answer
+  std::string body; // after the headers
+  std::string raw;  // the whole response
+};
+
+/// GET http://127.0.0.1:port/path (HTTP/1.0, 10 s bound).
+http_reply http_get(uint16_t port, const std::string& path);
+
+/// GET http://127.0.0.1:port/metrics (the whole response).
 std::string scrape_metrics(uint16_t port);
 
 /// The value of one series line in Prometheus text (`name{labels}`), or -1.
