@@ -20,6 +20,8 @@ int main(int argc, char** argv) {
   CLI::App app{"ferry: pass large data between distributed actors by handle"};
   app.require_subcommand(1);
   app.set_config("--config", "", "INI or TOML file with option values");
+  // A key the file misspells is an error, never silently lost.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   app.set_version_flag("--version", ferry::version_text());
   ferry::app::add_node_command(app);
   ferry::app::add_put_command(app);

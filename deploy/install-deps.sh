@@ -10,7 +10,7 @@ packages=(
   libnuma-dev libcli11-dev libspdlog-dev
   libgtest-dev clang libfuzzer-14-dev libxxhash-dev
   gnuplot-nox curl doxygen libssl-dev openssl
-  prometheus slurm-wlm munge iproute2 python3 python3-yaml
+  prometheus slurm-wlm munge iproute2 jq python3 python3-yaml
 )
 
 missing=()

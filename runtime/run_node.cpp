@@ -72,6 +72,8 @@ int run_node(int argc, char** argv, worker_registry workers, type_registrar extr
   std::string ready_file;
   CLI::App app{"A ferry node serving this program's worker types"};
   app.set_config("--config", "", "INI or TOML file with option values");
+  // A key the file misspells is an error, never silently lost.
+  app.allow_config_extras(CLI::config_extras_mode::error);
   add_node_options(app, cfg);
   app.add_option("--ready-file", ready_file,
                  "Write 'PORT METRICS_PORT WORKER_ID' here once listening");
