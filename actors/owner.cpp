@@ -103,6 +103,17 @@ uint64_t holder_of_sender(owner_ptr self) {
   return id;
 }
 
+/// not_registered for a remote sender whose node never said hello (none
+/// when the sender is local, registered, or nothing is checked).
+caf::error refuse_stranger(owner_ptr self) {
+  const auto& peers = self->state.rdma.peers;
+  const auto& sender = self->current_sender();
+  if (!peers || !sender || sender->node() == self->node() || peers->knows_node(sender->node()))
+    return caf::none;
+  return make_error(errc::not_registered,
+                    "rendezvous calls are answered to registered peers only");
+}
+
 /// A node went away: every lease and transfer it held here ends now.
 void drop_node(owner_ptr self, const caf::node_id& node) {
   auto id = self->state.holders.forget(node);
@@ -318,6 +329,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
   });
   return {
     [=](rv_metadata_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
       auto req = decode<rv_metadata_request>(body);
       if (!req)
         return req.error();
@@ -327,6 +340,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return encode(*md);
     },
     [=](rv_acquire_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
       auto req = decode<rv_acquire_request>(body);
       if (!req)
         return req.error();
@@ -366,6 +381,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return encode(resp);
     },
     [=](rv_pull_atom, const std::string& body) -> caf::result<chunk_bytes> {
+      if (auto err = refuse_stranger(self))
+        return err;
       auto req = decode<rv_pull_request>(body);
       if (!req)
         return req.error();
@@ -397,6 +414,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return *freed;
     },
     [=](rv_ref_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
       auto req = decode<rv_ref_request>(body);
       if (!req)
         return req.error();
@@ -406,6 +425,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return encode(rv_ref_response{*count});
     },
     [=](rv_detach_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
       auto req = decode<rv_detach_request>(body);
       if (!req)
         return req.error();
@@ -416,6 +437,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return std::string{"{}"};
     },
     [=](rv_release_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
       auto req = decode<rv_release_request>(body);
       if (!req)
         return req.error();
@@ -428,6 +451,8 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
     },
     [=](rv_lease_renew_atom,
         const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
       auto req = decode<rv_lease_renew_request>(body);
       if (!req)
         return req.error();

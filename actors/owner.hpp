@@ -13,6 +13,7 @@
 
 #include "actors/arena_pool_actor.hpp"
 #include "actors/owner_interface.hpp"
+#include "actors/peer_directory.hpp"
 #include "actors/ucx_engine.hpp"
 
 namespace ferry {
@@ -28,6 +29,10 @@ struct owner_rdma_links {
   // Copies bytes into registered memory off the owner's thread
   // (actors/bulk_copier.hpp); empty: copies run inline.
   caf::actor copier;
+  // The registered peers (the gateway writes it): the rendezvous calls of
+  // any other remote node are refused with not_registered, so descriptors,
+  // keys and bytes reach registered peers only. Null: no check (tests).
+  std::shared_ptr<const peer_directory> peers;
 };
 
 struct owner_config {

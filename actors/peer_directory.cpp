@@ -22,4 +22,12 @@ std::optional<peer_directory::entry> peer_directory::find(uint64_t worker_id) co
   return i->second;
 }
 
+bool peer_directory::knows_node(const caf::node_id& node) const {
+  std::shared_lock<std::shared_mutex> lock{mx_};
+  for (const auto& [wid, e] : peers_)
+    if (e.owner && e.owner.node() == node)
+      return true;
+  return false;
+}
+
 } // namespace ferry

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include <caf/actor.hpp>
+#include <caf/node_id.hpp>
 
 namespace ferry {
 
@@ -26,6 +27,8 @@ public:
   void put(uint64_t worker_id, entry e);
   void erase(uint64_t worker_id);
   std::optional<entry> find(uint64_t worker_id) const;
+  /// True when a registered peer lives on `node` (its owner's node).
+  bool knows_node(const caf::node_id& node) const;
 
 private:
   mutable std::shared_mutex mx_;

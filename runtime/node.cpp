@@ -154,8 +154,10 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   ctx_->request_timeout = cfg_.request_timeout();
   ctx_->transfer_timeout = cfg_.transfer_timeout();
   copier_ = spawn_bulk_copier(*sys_, 2);
+  auto directory = std::make_shared<peer_directory>();
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),
-                            owner_rdma_links{pool_, engine_, rdma_metrics_.get(), copier_});
+                            owner_rdma_links{pool_, engine_, rdma_metrics_.get(), copier_,
+                                             directory});
 
   start_staging();
 
@@ -168,7 +170,6 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   gp.node = ctx_;
   gp.workers = std::move(workers);
   gp.engine = engine_;
-  auto directory = std::make_shared<peer_directory>();
   gp.directory = directory;
   auto peers = directory;
   published_port_ = gp.port;

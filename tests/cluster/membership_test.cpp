@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/errors.hpp"
+#include "protocol/rv_messages.hpp"
 #include "protocol/type_registry.hpp"
 #include "runtime/blocking_client.hpp"
 #include "runtime/checksum.hpp"
@@ -255,4 +256,53 @@ TEST(ClusterMembership, OnlyRegisteredPeersMayLookUpOwnersOrListMembers) {
   // A push from a stranger makes the node dial nothing: it lists no one.
   self->send(*gw, member_atom::value, std::string{"127.0.0.1:9"});
   EXPECT_TRUE(members_of(a).empty());
+}
+
+TEST(ClusterMembership, TheOwnerAnswersRendezvousCallsToRegisteredPeersOnly) {
+  // A node here whose owner a stranger got hold of (the test publishes it,
+  // as a forged handle would reach it), and a stranger process that never
+  // said hello to the node's gateway.
+  node_config cfg;
+  cfg.request_timeout_ms = 10000;
+  node n{cfg};
+  ASSERT_FALSE(n.start());
+  auto owner_port = n.system().middleman().publish(n.owner(), 0, "127.0.0.1");
+  ASSERT_TRUE(owner_port);
+  struct config : caf::actor_system_config {
+    config() {
+      register_protocol_types(*this);
+      load<caf::io::middleman>();
+      set("logger.console", caf::atom("none"));
+    }
+  } stranger_cfg;
+  caf::actor_system stranger{stranger_cfg};
+  auto owner = stranger.middleman().remote_actor<owner_actor>("127.0.0.1", *owner_port);
+  ASSERT_TRUE(owner) << stranger.render(owner.error());
+  caf::scoped_actor self{stranger};
+  auto metadata_error = [&] {
+    caf::error err;
+    self->request(*owner, 10s, rv_metadata_atom::value,
+                  encode(rv_metadata_request{data_handle{n.worker_id(), 42}}))
+      .receive([](const std::string&) {}, [&](caf::error& e) { err = e; });
+    return err;
+  };
+  auto refused = metadata_error();
+  EXPECT_TRUE(is(refused, errc::not_registered)) << describe(refused);
+  // Once the stranger says hello it is a registered peer: the same call is
+  // answered (no such slot).
+  auto gw = stranger.middleman().remote_actor<gateway_actor>("127.0.0.1", n.port());
+  ASSERT_TRUE(gw);
+  peer_hello hello;
+  hello.worker_id = 0x5157;
+  hello.incarnation = 1;
+  hello.capabilities = {"chunked"};
+  hello.host = "127.0.0.1";
+  hello.gateway = caf::actor_cast<caf::actor>(self);
+  hello.owner = caf::actor_cast<caf::actor>(self);
+  bool answered = false;
+  self->request(*gw, 10s, hello_atom::value, hello)
+    .receive([&](const peer_hello&) { answered = true; }, [](caf::error&) {});
+  ASSERT_TRUE(answered);
+  auto after = metadata_error();
+  EXPECT_TRUE(is(after, errc::unknown_handle)) << describe(after);
 }
