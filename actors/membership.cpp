@@ -30,6 +30,8 @@ struct membership_state {
 using membership_ptr = caf::stateful_actor<membership_state>*;
 
 void dial_due(membership_ptr self);
+void connect_and_hello(membership_ptr self, const std::string& ep, const std::string& host,
+                       uint16_t port);
 
 void update_ready(membership_ptr self) {
   auto& st = self->state;
@@ -79,7 +81,7 @@ void learn_all(membership_ptr self, const std::vector<std::string>& eps) {
   dial_due(self);
 }
 
-/// Connect, hello, register the answer, then pull its member list.
+/// Probe, connect, hello, register the answer, then pull its member list.
 void dial(membership_ptr self, const std::string& ep) {
   auto where = parse_endpoint(ep);
   if (!where) {
@@ -87,6 +89,17 @@ void dial(membership_ptr self, const std::string& ep) {
     return;
   }
   auto [host, port] = *where;
+  auto timeout = self->state.params.request_timeout;
+  // CAF's connect blocks its middleman on an address that drops packets:
+  // only one that answered a bounded probe is dialled.
+  self->request(self->state.params.prober, timeout + std::chrono::seconds{5},
+                probe_atom::value, host, port, static_cast<uint64_t>(timeout.count()))
+    .then([=](caf::ok_atom) { connect_and_hello(self, ep, host, port); },
+          [=](caf::error& err) { failed(self, ep, describe(err)); });
+}
+
+void connect_and_hello(membership_ptr self, const std::string& ep, const std::string& host,
+                       uint16_t port) {
   auto timeout = self->state.params.request_timeout;
   self->request(self->state.params.connector, timeout, caf::connect_atom::value, host, port)
     .then(

@@ -31,6 +31,7 @@ struct membership_params {
   std::vector<std::string> join;          // HOST:PORT of members to join by
   std::function<peer_hello()> own_hello;  // this node's hello (port known)
   caf::io::middleman_actor connector;     // the middleman: plain or TLS
+  caf::actor prober; // actors/tcp_probe.hpp: an address answers before CAF dials it
   std::set<std::string> gateway_signature; // what a dialled gateway must be
   std::chrono::milliseconds request_timeout{10000};
   std::shared_ptr<std::atomic<bool>> ready = std::make_shared<std::atomic<bool>>(false);

@@ -36,6 +36,7 @@ using members_atom = caf::atom_constant<caf::atom("members")>;
 using member_atom = caf::atom_constant<caf::atom("member")>;
 using join_atom = caf::atom_constant<caf::atom("join")>;
 using peer_joined_atom = caf::atom_constant<caf::atom("peer_join")>;
+using probe_atom = caf::atom_constant<caf::atom("tcp_probe")>;
 // The gateway tells the owner that a peer node went away.
 using peer_down_atom = caf::atom_constant<caf::atom("peer_down")>;
 

@@ -23,6 +23,7 @@
 #include "actors/consumer_metrics.hpp"
 #include "actors/gateway.hpp"
 #include "actors/membership.hpp"
+#include "actors/tcp_probe.hpp"
 #include "actors/messenger.hpp"
 #include "actors/messenger_metrics.hpp"
 #include "actors/owner.hpp"
@@ -177,6 +178,8 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   mship.join = cfg_.join;
   mship.own_hello = [this] { return hello(); };
   mship.connector = connector();
+  prober_ = spawn_tcp_prober(*sys_);
+  mship.prober = prober_;
   mship.gateway_signature = sys_->message_types<gateway_actor>();
   mship.request_timeout = cfg_.request_timeout();
   joined_ = mship.ready;
@@ -399,6 +402,11 @@ caf::expected<peer_hello> node::connect(const std::string& endpoint) {
 /// publishes something that is not a gateway.)
 caf::expected<gateway_actor> node::dial_gateway(const std::string& host, uint16_t port) {
   auto where = host + ":" + std::to_string(port);
+  // CAF's connect would block its middleman for minutes on an address that
+  // drops packets (actors/tcp_probe.hpp): probe it within the bound first.
+  if (auto err = probe_tcp(host, port, cfg_.request_timeout()))
+    return make_error(is(err, errc::timeout) ? errc::timeout : errc::io_error,
+                      "cannot connect to " + where + ": " + describe(err));
   caf::scoped_actor self{*sys_};
   caf::expected<gateway_actor> result = make_error(errc::timeout);
   self
@@ -530,6 +538,7 @@ void node::stop() {
                   });
   };
   stop_and_wait("membership", membership_);
+  stop_and_wait("TCP prober", prober_);
   stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
   stop_and_wait("messenger", caf::actor_cast<caf::actor>(messenger_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
@@ -548,6 +557,8 @@ void node::stop() {
   gateway_ = nullptr;
   messenger_ = nullptr;
   staging_workers_ = nullptr;
+  membership_ = nullptr;
+  prober_ = nullptr;
   copier_ = nullptr;
   pool_ = nullptr;
   engine_ = ucx_engine_ref{};

@@ -151,6 +151,7 @@ private:
   caf::error staging_error_; // a staging option the node refuses at start
   caf::error tls_error_;     // a TLS configuration the node refuses
   caf::actor membership_;    // dials the join targets and the members
+  caf::actor prober_;        // bounded TCP probes before CAF dials (tcp_probe.hpp)
   std::shared_ptr<std::atomic<bool>> joined_; // every join target reached
   std::shared_ptr<staging::local_stager> stager_;
   caf::actor staging_workers_;

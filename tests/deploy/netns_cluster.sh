@@ -135,6 +135,16 @@ await 2 3 "$drop_s" no
 "$cluster" cut 2 >/dev/null || fail "cut 2"
 await 1 2 "$drop_s" no
 
+# A client dialling the cut host gives up within its request timeout (CAF's
+# own connect would wait out the kernel's SYN retries, minutes).
+t=$(date +%s%N)
+UCX_NET_DEVICES="${prefix}br" timeout -k 2 20 "$FERRY_BIN" stat --ucx 0 \
+  --request-timeout-ms 2000 --node "$(ep 2)" >/dev/null 2>&1
+rc=$?
+[ "$rc" -ne 124 ] || fail "ferry stat to the cut host 2 hung (killed after 20 s)"
+[ "$rc" -ne 0 ] || fail "ferry stat to the cut host 2 succeeded"
+echo "ok: ferry stat to the cut host 2 failed by itself in $(ms "$t") ms"
+
 pids=$(cat "$FERRY_NETNS_DIR"/node-*.pid)
 t=$(date +%s%N)
 "$cluster" down || fail "down exited non-zero"
