@@ -20,14 +20,9 @@ mon=${FERRY_MONITORING_DIR:-$root/deploy/monitoring}
 ferry=${FERRY_BIN:-$root/build/apps/ferry}
 me=monitoring_check
 
-fail() { echo "$me: FAIL: $*" >&2; exit 1; }
-skip() { echo "$me: SKIP: $*" >&2; exit 77; }
-say() { echo "$me: $*"; }
-
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-command -v "$py" >/dev/null || skip "python3 not found"
-"$py" -c 'import yaml' 2>/dev/null || skip "$py has no yaml module (apt-get install python3-yaml)"
+# shellcheck source=tests/deploy/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_python_yaml
 command -v promtool >/dev/null || skip "promtool not found (apt-get install prometheus)"
 
 config=$mon/prometheus.yml

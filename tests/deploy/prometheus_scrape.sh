@@ -24,14 +24,9 @@ cluster=$root/deploy/local/cluster.sh
 me=prometheus_scrape
 nodes=3
 
-fail() { echo "$me: FAIL: $*" >&2; exit 1; }
-skip() { echo "$me: SKIP: $*" >&2; exit 77; }
-say() { echo "$me: $*"; }
-
-py=python3
-[ -x /usr/bin/python3 ] && py=/usr/bin/python3
-command -v "$py" >/dev/null || skip "python3 not found"
-"$py" -c 'import yaml' 2>/dev/null || skip "$py has no yaml module (apt-get install python3-yaml)"
+# shellcheck source=tests/deploy/lib.sh
+. "$(dirname "$0")/lib.sh"
+need_python_yaml
 command -v prometheus >/dev/null || skip "prometheus not found (apt-get install prometheus)"
 command -v promtool >/dev/null || skip "promtool not found (apt-get install prometheus)"
 [ -f "$mon/prometheus.yml" ] || fail "missing $mon/prometheus.yml"
