@@ -157,6 +157,11 @@ arena_pool_actor::behavior_type pool_behavior(pool_ptr self, arena_pool_config c
       self->state.poll_armed = false;
       poll_regions(self);
     },
+    [=](pool_unmap_all_atom) -> uint64_t {
+      self->state.pool->unmap_all();
+      update_metrics(self);
+      return self->state.budget->used();
+    },
     [=](stat_atom) -> std::string {
       auto& p = *self->state.pool;
       return nlohmann::json{{"arenas", p.arena_count()},

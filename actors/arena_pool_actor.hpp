@@ -41,6 +41,10 @@ using arena_pool_actor = caf::typed_actor<
   // The shutdown sweep within `timeout_ms`; true when every region drained.
   caf::replies_to<drain_atom, uint64_t>::with<bool>,
   caf::reacts_to<poll_atom>,
+  // The last step of a node's stop (after the drain): every arena is
+  // unmapped (a block still held keeps its mapping until it goes); answers
+  // the registered bytes still charged.
+  caf::replies_to<pool_unmap_all_atom>::with<uint64_t>,
   caf::replies_to<stat_atom>::with<std::string>>;
 
 arena_pool_actor spawn_arena_pool(caf::actor_system& sys, arena_pool_config cfg,

@@ -23,5 +23,6 @@ using region_unregister_atom = caf::atom_constant<caf::atom("unreg_reg")>;
 using region_stage_atom = caf::atom_constant<caf::atom("stage_reg")>;
 using drain_atom = caf::atom_constant<caf::atom("drain")>;
 using poll_atom = caf::atom_constant<caf::atom("poll")>;
+using pool_unmap_all_atom = caf::atom_constant<caf::atom("unmap_all")>;
 
 } // namespace ferry

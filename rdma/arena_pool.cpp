@@ -136,6 +136,13 @@ void arena_pool::free(uint32_t arena_id, offset_allocator::allocation token,
     a.empty_since = now;
 }
 
+size_t arena_pool::unmap_all() {
+  size_t count = arenas_.size();
+  while (!arenas_.empty())
+    unmap(arenas_.begin()->first);
+  return count;
+}
+
 size_t arena_pool::reclaim(clock_type::time_point now) {
   if (!cfg_.reclaim_after)
     return 0;

@@ -94,6 +94,10 @@ public:
   /// Unmaps empty pooled arenas past reclaim_after; returns how many.
   size_t reclaim(clock_type::time_point now);
 
+  /// Unmaps every arena (a node's stop); a block still held keeps its
+  /// arena's mapping until it goes. Returns how many.
+  size_t unmap_all();
+
   /// True when [address, address + len) lies inside one live block.
   bool covers(uint64_t address, uint64_t len) const;
 

@@ -38,6 +38,7 @@
 #include "runtime/builtin_handlers.hpp"
 #include "runtime/http_endpoint.hpp"
 #include "runtime/openssl_error_queue.hpp"
+#include "runtime/shutdown_deadline.hpp"
 #include "runtime/kill_switch.hpp"
 #include "staging/cuda_driver.hpp"
 #include "staging/fake_cuda.hpp"
@@ -474,16 +475,15 @@ void node::map_first_arena() {
              });
 }
 
-void node::drain_rdma() {
+void node::drain_rdma(const shutdown_deadline& deadline) {
   if (!pool_)
     return;
   // The RDMA sweep runs first, while peers can still pull: the owner stops
   // answering with descriptors and copies its arena slots to plain memory;
   // the pool refuses new memory, waits (bounded) for the slots staged in
   // external regions, and unregisters every region.
-  auto budget = std::chrono::milliseconds{cfg_.shutdown_timeout_ms};
   caf::scoped_actor self{*sys_};
-  self->request(ctx_->owner, budget, drain_atom::value)
+  self->request(ctx_->owner, deadline.left(), drain_atom::value)
     .receive([](uint64_t demoted) {
                if (demoted > 0)
                  spdlog::info("shutdown: {} pinned slots copied to plain memory",
@@ -492,6 +492,7 @@ void node::drain_rdma() {
              [](caf::error& err) {
                spdlog::warn("shutdown: the owner did not drain: {}", describe(err));
              });
+  auto budget = deadline.left();
   self->request(pool_, budget + std::chrono::seconds{5}, drain_atom::value,
                 static_cast<uint64_t>(budget.count()))
     .receive(
@@ -509,25 +510,31 @@ void node::stop() {
   if (stopped_ || !sys_)
     return;
   stopped_ = true;
-  drain_rdma();
+  // One deadline for every step (the spec's shutdown_timeout); a step
+  // reached after it still gets 100 ms.
+  shutdown_deadline deadline{std::chrono::milliseconds{cfg_.shutdown_timeout_ms},
+                             std::chrono::milliseconds{100}};
+  drain_rdma(deadline);
   if (port_ != 0) {
     // Through the middleman actor that published it (CAF's OpenSSL
     // unpublish helper does not compile in 0.17.6).
     caf::scoped_actor self{*sys_};
-    self->request(connector(), cfg_.request_timeout(), caf::unpublish_atom::value,
+    self->request(connector(), std::min(cfg_.request_timeout(), deadline.left()),
+                  caf::unpublish_atom::value,
                   caf::actor_cast<caf::actor_addr>(gateway_), port_)
       .receive([] {},
                [](caf::error& err) {
                  spdlog::warn("shutdown: unpublish: {}", describe(err));
                });
   }
-  // Stop in order, each bounded: the front door and the consumers first,
-  // then the owner (its slots return their blocks), then the UCX engine (no
-  // GET runs after it), then the pool, which unmaps what is left.
-  auto bound = std::chrono::milliseconds{cfg_.shutdown_timeout_ms};
+  // Stop in order, within what is left of the deadline: the front door and
+  // the consumers first, then the owner (its slots return their blocks),
+  // then the UCX engine (no GET runs after it), then the pool, which unmaps
+  // what is left.
   auto stop_and_wait = [&](const char* what, const caf::actor& a) {
     if (!a)
       return;
+    auto bound = deadline.left();
     caf::scoped_actor self{*sys_};
     self->monitor(a);
     self->send_exit(a, caf::exit_reason::user_shutdown);
@@ -552,6 +559,20 @@ void node::stop() {
     engine_.wake();
     stop_and_wait("UCX engine", engine_.actor());
   }
+  if (pool_) {
+    // Every arena goes; what is still charged (a region that did not
+    // drain) is named.
+    caf::scoped_actor self{*sys_};
+    self->request(pool_, deadline.left(), pool_unmap_all_atom::value)
+      .receive(
+        [](uint64_t left) {
+          spdlog::log(left == 0 ? spdlog::level::info : spdlog::level::err,
+                      "shutdown: registered bytes at exit: {}", left);
+        },
+        [](caf::error& err) {
+          spdlog::error("shutdown: the arenas were not unmapped: {}", describe(err));
+        });
+  }
   stop_and_wait("arena pool", caf::actor_cast<caf::actor>(pool_));
   http_.reset();
   gateway_ = nullptr;
@@ -563,7 +584,7 @@ void node::stop() {
   pool_ = nullptr;
   engine_ = ucx_engine_ref{};
   ctx_.reset();
-  destroy_system(bound);
+  destroy_system(deadline.left());
   ucx_.reset();
 }
 

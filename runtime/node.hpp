@@ -51,6 +51,7 @@ class local_stager;
 } // namespace staging
 class ucx_context;
 class http_endpoint;
+class shutdown_deadline;
 
 /// Adds application message types to a node's CAF config (every node of a
 /// cluster must register the same ones).
@@ -121,7 +122,7 @@ private:
   /// The middleman actor that dials: CAF's OpenSSL one with TLS.
   caf::io::middleman_actor connector() const;
   void destroy_system(std::chrono::milliseconds bound);
-  void drain_rdma();
+  void drain_rdma(const shutdown_deadline& deadline);
   void map_first_arena();
   peer_hello hello() const;
 

@@ -109,3 +109,19 @@ TEST(ClusterJob, ThreeNodeJobVerifiesEveryShard) {
     EXPECT_EQ(nlohmann::json::parse(stat.out)["owner"]["slots"], 0);
   }
 }
+
+TEST(ClusterShutdown, SigtermWithPinnedSlotsExitsZeroWithNoRegisteredBytes) {
+  node_process n{{"--metrics-port", "0", "--shutdown-timeout-ms", "5000"}};
+  auto dir = test::temp_dir();
+  auto bytes = test::payload(2 * 1024 * 1024 + 5);
+  write_file(dir + "/in", bytes);
+  auto put = run_ferry({"put", "--pinned", "--node", n.endpoint(), dir + "/in"});
+  ASSERT_EQ(put.exit_code, 0) << put.err;
+  auto registered = test::series_value(test::http_get(n.metrics_port(), "/metrics").body,
+                                       "ferry_rdma_registered_bytes");
+  ASSERT_GT(registered, 0) << "the pinned slot is in registered memory";
+  EXPECT_EQ(n.stop(), 0); // SIGTERM: the graceful shutdown, exit 0
+  auto log = n.log();
+  EXPECT_NE(log.find("pinned slots copied to plain memory"), std::string::npos) << log;
+  EXPECT_NE(log.find("shutdown: registered bytes at exit: 0"), std::string::npos) << log;
+}

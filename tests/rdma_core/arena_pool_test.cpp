@@ -108,6 +108,23 @@ TEST_F(ArenaPool, DedicatedArenasAreUnmappedWhenFreed) {
   EXPECT_EQ(budget->used(), 0u);
 }
 
+TEST_F(ArenaPool, UnmapAllAtStopGivesTheWholeBudgetBackButAHeldBlockKeepsItsMapping) {
+  auto pool = make(small(), 1 << 30);
+  auto held = grant(pool.allocate(12 * KiB, true));
+  auto freed = grant(pool.allocate(200 * KiB, true)); // a dedicated arena
+  pool.free(freed.arena_id, freed.token);
+  freed.mapping.reset();
+  EXPECT_EQ(live, 1);
+  held.data[0] = 'h';
+  EXPECT_EQ(pool.unmap_all(), 1u);
+  EXPECT_EQ(pool.arena_count(), 0u);
+  EXPECT_EQ(budget->used(), 0u);
+  EXPECT_EQ(live, 1); // the held block still reads its bytes
+  EXPECT_EQ(held.data[0], 'h');
+  held.mapping.reset();
+  EXPECT_EQ(live, 0);
+}
+
 TEST_F(ArenaPool, BudgetIsCountedInPagesAndRefusesPastTheCap) {
   auto pool = make(small(), 100 * KiB);
   auto g = grant(pool.allocate(1, true)); // maps the 64 KiB arena
