@@ -34,17 +34,7 @@ namespace {
 
 /// The listening members a node lists (ferry stat --json), by worker id.
 std::set<uint64_t> members_of(const node_process& n) {
-  auto r = test::run_ferry({"stat", "--node", n.endpoint(), "--json"}, 30s);
-  std::set<uint64_t> ids;
-  if (r.exit_code != 0)
-    return ids;
-  auto j = nlohmann::json::parse(r.out, nullptr, false);
-  if (!j.is_object())
-    return ids;
-  for (const auto& p : j["peers"])
-    if (p.value("port", 0) != 0)
-      ids.insert(p["worker_id"].get<uint64_t>());
-  return ids;
+  return test::listed_members(n).value_or(std::set<uint64_t>{});
 }
 
 bool lists(const node_process& n, std::set<uint64_t> want) {
@@ -53,10 +43,8 @@ bool lists(const node_process& n, std::set<uint64_t> want) {
 }
 
 bool lists_none_of(const node_process& n, uint64_t id) {
-  auto r = test::run_ferry({"stat", "--node", n.endpoint(), "--json"}, 30s);
-  if (r.exit_code != 0)
-    return false; // no answer is not "dropped"
-  return members_of(n).count(id) == 0;
+  auto ids = test::listed_members(n);
+  return ids && ids->count(id) == 0; // no answer is not "dropped"
 }
 
 /// A port nothing listens on now (bound and closed again).

@@ -19,6 +19,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include <nlohmann/json.hpp>
 #include <prometheus/registry.h>
 
 namespace ferry::test {
@@ -221,6 +222,23 @@ http_reply http_get(uint16_t port, const std::string& path) {
   reply.body = body == std::string::npos ? std::string{} : resp.substr(body + 4);
   reply.raw = std::move(resp);
   return reply;
+}
+
+std::optional<std::set<uint64_t>> listed_members(const node_process& n,
+                                                 const std::vector<std::string>& extra_args) {
+  std::vector<std::string> args{"stat", "--node", n.endpoint(), "--json"};
+  args.insert(args.end(), extra_args.begin(), extra_args.end());
+  auto r = run_ferry(args, 30s);
+  if (r.exit_code != 0)
+    return std::nullopt;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!j.is_object())
+    return std::nullopt;
+  std::set<uint64_t> ids;
+  for (const auto& p : j["peers"])
+    if (p.value("port", 0) != 0)
+      ids.insert(p["worker_id"].get<uint64_t>());
+  return ids;
 }
 
 std::string scrape_metrics(uint16_t port) {

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -82,6 +84,11 @@ struct http_reply {
 
 /// GET http://127.0.0.1:port/path (HTTP/1.0, 10 s bound).
 http_reply http_get(uint16_t port, const std::string& path);
+
+/// The worker ids of the listening members `n` lists (`ferry stat --json`,
+/// with `extra_args` such as TLS files); none when it did not answer.
+std::optional<std::set<uint64_t>> listed_members(const node_process& n,
+                                                 const std::vector<std::string>& extra_args = {});
 
 /// GET http://127.0.0.1:port/metrics (the whole response).
 std::string scrape_metrics(uint16_t port);

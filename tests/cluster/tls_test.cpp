@@ -72,18 +72,7 @@ std::vector<std::string> join(std::vector<std::string> a, std::vector<std::strin
 
 /// The listening members `n` lists, asked over TLS as `client`.
 std::set<uint64_t> tls_members(const node_process& n, const std::string& as = "client") {
-  auto r = test::run_ferry(join({"stat", "--node", n.endpoint(), "--json"},
-                                test_certs().args(as)),
-                           30s);
-  std::set<uint64_t> ids;
-  if (r.exit_code != 0)
-    return ids;
-  auto j = nlohmann::json::parse(r.out, nullptr, false);
-  if (j.is_object())
-    for (const auto& p : j["peers"])
-      if (p.value("port", 0) != 0)
-        ids.insert(p["worker_id"].get<uint64_t>());
-  return ids;
+  return test::listed_members(n, test_certs().args(as)).value_or(std::set<uint64_t>{});
 }
 
 node_config tls_client(const std::string& name) {
