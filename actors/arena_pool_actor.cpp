@@ -25,6 +25,7 @@ struct pool_state {
   uint64_t counted_registrations = 0;
   uint64_t counted_external = 0;
   bool poll_armed = false;
+  bool reclaim_armed = false; // the reclaim sweep ticks only while armed
   std::optional<caf::typed_response_promise<bool>> drain_reply;
   ~pool_state() {
     regions.reset(); // before the budget it charges
@@ -40,6 +41,10 @@ void update_metrics(pool_ptr self) {
     return;
   auto& p = *self->state.pool;
   m->registered_bytes->Set(static_cast<double>(self->state.budget->used()));
+  auto mapped = p.mapped_bytes();
+  m->arena_utilization->Set(mapped == 0 ? 0.0
+                                        : static_cast<double>(p.granted_bytes())
+                                            / static_cast<double>(mapped));
   auto& r = *self->state.regions;
   m->live_regions->Set(static_cast<double>(p.arena_count() + r.live()));
   auto regs = p.registrations();
@@ -53,6 +58,16 @@ void update_metrics(pool_ptr self) {
 }
 
 constexpr std::chrono::milliseconds region_poll_period{5};
+
+/// Arms the reclaim sweep when something can be reclaimed (disarmed, it
+/// costs no timer).
+void arm_reclaim_if_needed(pool_ptr self) {
+  auto& st = self->state;
+  if (st.reclaim_armed || !st.pool->reclaimable())
+    return;
+  st.reclaim_armed = true;
+  self->delayed_send(self, st.pool->reclaim_period(), tick_atom::value);
+}
 
 /// Finishes unregistrations that are due; keeps polling while any is queued
 /// and answers the shutdown sweep when none is.
@@ -89,11 +104,6 @@ arena_pool_actor::behavior_type pool_behavior(pool_ptr self, arena_pool_config c
   // A caller woken by a release reads the gauges already settled.
   st.regions->set_before_release([self] { update_metrics(self); });
   st.metrics = metrics;
-  std::chrono::milliseconds period{0};
-  if (cfg.reclaim_after) {
-    period = std::max(std::chrono::milliseconds{10}, *cfg.reclaim_after / 2);
-    self->delayed_send(self, period, tick_atom::value);
-  }
   return {
     [=](pool_alloc_atom, uint64_t bytes, bool may_map) -> caf::result<pinned_ptr> {
       if (self->state.regions->gated())
@@ -123,11 +133,13 @@ arena_pool_actor::behavior_type pool_behavior(pool_ptr self, arena_pool_config c
     [=](pool_free_atom, uint32_t arena, uint32_t offset, uint32_t node) {
       self->state.pool->free(arena, offset_allocator::allocation{offset, node});
       update_metrics(self);
+      arm_reclaim_if_needed(self);
     },
     [=](tick_atom) {
+      self->state.reclaim_armed = false;
       self->state.pool->reclaim(arena_pool::clock_type::now());
       update_metrics(self);
-      self->delayed_send(self, period, tick_atom::value);
+      arm_reclaim_if_needed(self);
     },
     [=](region_register_atom, external_region_ptr& region) -> caf::result<uint64_t> {
       auto r = self->state.regions->register_region(region);

@@ -84,7 +84,7 @@ void add_peer(gateway_ptr self, const peer_hello& peer) {
                  != peer.capabilities.end();
   if (engine && has_ucx && !peer.ucx_address.empty()) {
     caf::anon_send(engine.actor(), ucx_peer_atom::value, peer.worker_id,
-                   peer.ucx_address);
+                   peer.ucx_address, peer.gateway);
     engine.wake();
     self->state.ucx_peers.insert(peer.worker_id);
   }
@@ -163,6 +163,23 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         return;
       if (auto& m = self->state.params.membership)
         caf::anon_send(m, member_atom::value, ep);
+    },
+    [=](ucx_goodbye_atom, uint64_t worker_id) {
+      // Only the peer itself may close our endpoint to it: the worker id
+      // must be a registered peer on the sender's node.
+      auto sender = self->current_sender();
+      auto i = self->state.peers.find(worker_id);
+      if (!sender || i == self->state.peers.end()
+          || i->second.gateway.node() != sender->node()) {
+        spdlog::debug("a UCX goodbye naming worker {:016x} ignored: not from it",
+                      worker_id);
+        return;
+      }
+      const auto& engine = self->state.params.engine;
+      if (engine && self->state.ucx_peers.count(worker_id) > 0) {
+        caf::anon_send(engine.actor(), ucx_goodbye_atom::value, worker_id);
+        engine.wake();
+      }
     },
     [=](lookup_atom, uint64_t worker_id) -> caf::result<caf::actor, bool> {
       if (!is_registered(self, self->current_sender()))

@@ -25,6 +25,9 @@ using gateway_actor = caf::typed_actor<
   // member this node knows, and a member a peer learned of (a push).
   caf::replies_to<members_atom>::with<std::vector<std::string>>,
   caf::reacts_to<member_atom, std::string>,
+  // A peer closed its UCX endpoint to this node (the idle reaper): this
+  // node closes its own back (only a registered peer naming itself counts).
+  caf::reacts_to<ucx_goodbye_atom, uint64_t>,
   // The owner actor of a worker id (this node's own or a peer's), and
   // whether that peer is registered on this node's UCX engine.
   caf::replies_to<lookup_atom, uint64_t>::with<caf::actor, bool>,

@@ -42,6 +42,37 @@ rdma_metrics::rdma_metrics(prometheus::Registry& r) {
                             "UCX has not finished; their destinations stay held")
                       .Register(r)
                       .Add({});
+  ucx_endpoints = &prometheus::BuildGauge()
+                     .Name("ferry_ucx_endpoints")
+                     .Help("UCX endpoints this node holds open to peers")
+                     .Register(r)
+                     .Add({});
+  auto& closed = prometheus::BuildCounter()
+                   .Name("ferry_ucx_endpoints_closed_total")
+                   .Help("UCX endpoints closed, by reason (idle: the idle reaper; "
+                         "peer_down: the peer left or came back as a new "
+                         "incarnation; goodbye: the peer closed its own; "
+                         "shutdown: this node stopped)")
+                   .Register(r);
+  for (auto reason : {endpoint_close_reason::idle, endpoint_close_reason::peer_down,
+                      endpoint_close_reason::goodbye, endpoint_close_reason::shutdown})
+    endpoints_closed[static_cast<int>(reason)] = &closed.Add({{"reason", to_string(reason)}});
+  arena_utilization = &prometheus::BuildGauge()
+                         .Name("ferry_rdma_arena_utilization_ratio")
+                         .Help("Bytes granted out of the arena pool over the bytes "
+                               "its arenas map (0 with no arena)")
+                         .Register(r)
+                         .Add({});
+}
+
+const char* to_string(endpoint_close_reason r) {
+  switch (r) {
+    case endpoint_close_reason::idle: return "idle";
+    case endpoint_close_reason::peer_down: return "peer_down";
+    case endpoint_close_reason::goodbye: return "goodbye";
+    case endpoint_close_reason::shutdown: return "shutdown";
+  }
+  return "unknown";
 }
 
 } // namespace ferry

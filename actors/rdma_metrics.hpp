@@ -1,6 +1,6 @@
 // rdma_metrics: the RDMA series of the spec's Metrics table (besides path
 // decisions): GET time, reaped leases, registered bytes, registrations and
-// live regions.
+// live regions; UCX endpoints open and closed; arena utilisation.
 #pragma once
 
 namespace prometheus {
@@ -22,6 +22,14 @@ struct rdma_metrics {
   prometheus::Counter* external_registrations; // ...{kind="external"}
   prometheus::Gauge* live_regions;          // ferry_rdma_live_regions
   prometheus::Gauge* abandoned_gets;        // ferry_ucx_abandoned_gets
+  prometheus::Gauge* ucx_endpoints;         // ferry_ucx_endpoints (open)
+  // ferry_ucx_endpoints_closed_total{reason}, indexed by endpoint_close_reason
+  prometheus::Counter* endpoints_closed[4];
+  prometheus::Gauge* arena_utilization;     // ferry_rdma_arena_utilization_ratio
 };
+
+/// Why the UCX engine closed an endpoint (the reason label).
+enum class endpoint_close_reason { idle, peer_down, goodbye, shutdown };
+const char* to_string(endpoint_close_reason r);
 
 } // namespace ferry

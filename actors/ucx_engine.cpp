@@ -9,11 +9,13 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 
 #include "actors/rdma_metrics.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/errors.hpp"
+#include "rdma/endpoint_activity.hpp"
 #include "rdma/ucx_context.hpp"
 #include "rdma/ucx_endpoint.hpp"
 #include "rdma/ucx_get.hpp"
@@ -44,6 +46,11 @@ struct pending_get {
 constexpr auto spin_window = std::chrono::milliseconds{50};
 /// How often abandoned GETs are looked at when nothing else runs.
 constexpr auto abandoned_poll = std::chrono::milliseconds{100};
+/// The longest an eager endpoint's wireup is waited on (progressed for).
+constexpr auto eager_wireup_limit = std::chrono::seconds{5};
+/// The longest an idle or goodbye close waits for UCX (nothing is in
+/// flight on such an endpoint).
+constexpr auto quiet_close_limit = std::chrono::milliseconds{200};
 
 struct engine {
   std::shared_ptr<const ucx_context> context;
@@ -66,21 +73,110 @@ struct engine {
   bool cache_rkeys = true;
   std::shared_ptr<warm_destination> warm;
   clock_type::time_point last_motion = clock_type::now();
+  // -- endpoint lifecycle ---------------------------------------------------
+  uint64_t own_worker_id = 0;
+  bool eager = false;
+  endpoint_activity activity{std::nullopt};
+  std::map<uint64_t, caf::actor> gateways; // where a goodbye to a peer goes
+  std::map<uint64_t, clock_type::time_point> wireups; // eager, until
+  uint64_t endpoints_created = 0;
+  uint64_t eager_wireups_done = 0;
+  uint64_t closed_by[4] = {0, 0, 0, 0}; // by endpoint_close_reason
 
-  /// A new address for a peer (a new incarnation): its endpoint and every
-  /// key unpacked on it go; the next GET wires up afresh.
-  void set_address(uint64_t worker_id, std::vector<char> address) {
+  void count_close(endpoint_close_reason why) {
+    ++closed_by[static_cast<int>(why)];
+    if (metrics && metrics->endpoints_closed[static_cast<int>(why)])
+      metrics->endpoints_closed[static_cast<int>(why)]->Increment();
+  }
+
+  /// A hello from a peer (a new incarnation, or the same one again): its
+  /// endpoint and every key unpacked on it go; the next GET (or, eager,
+  /// this call) wires up afresh.
+  void set_address(uint64_t worker_id, std::vector<char> address, caf::actor gateway) {
+    if (gateway)
+      gateways[worker_id] = std::move(gateway);
     addresses[worker_id] = std::move(address);
     rkeys.invalidate_peer(worker_id);
     abandon_peer(worker_id, "the peer's UCX address changed");
-    retire_endpoint(worker_id);
+    retire_endpoint(worker_id, endpoint_close_reason::peer_down);
+    if (eager)
+      wire_up_eagerly(worker_id);
   }
 
   /// The peer went away: its keys, its GETs and its endpoint go.
   void forget(uint64_t worker_id) {
     rkeys.invalidate_peer(worker_id);
     abandon_peer(worker_id, "the peer went away");
-    retire_endpoint(worker_id); // a new hello brings a new address anyway
+    retire_endpoint(worker_id, endpoint_close_reason::peer_down);
+    gateways.erase(worker_id); // a new hello brings it (and an address) again
+  }
+
+  /// Eager wireup: the endpoint now, and the worker progressed until its
+  /// flush says the wireup is done (bounded). A failure leaves the first
+  /// GET to wire up lazily.
+  void wire_up_eagerly(uint64_t worker_id) {
+    std::string why;
+    auto* ep = endpoint_for(worker_id, why);
+    if (ep == nullptr) {
+      spdlog::debug("eager wireup to worker {:016x}: {}", worker_id, why);
+      return;
+    }
+    if (ep->start_flush())
+      wireups[worker_id] = clock_type::now() + eager_wireup_limit;
+  }
+
+  /// Eager wireups that finished (or ran out of time) stop being waited on.
+  void check_wireups() {
+    auto now = clock_type::now();
+    for (auto i = wireups.begin(); i != wireups.end();) {
+      auto ep = endpoints.find(i->first);
+      if (ep == endpoints.end()) {
+        i = wireups.erase(i);
+        continue;
+      }
+      if (ep->second.flush_pending() && now < i->second) {
+        ++i;
+        continue;
+      }
+      if (!ep->second.flush_pending()) {
+        ++eager_wireups_done;
+        spdlog::debug("eager wireup to worker {:016x} done", i->first);
+      }
+      i = wireups.erase(i);
+    }
+  }
+
+  /// The idle reaper: every endpoint unused for the timeout closes, after a
+  /// goodbye to the peer so that it drops its own endpoint back to us.
+  void reap_idle(caf::blocking_actor* self) {
+    auto now = clock_type::now();
+    if (!activity.scan_due(now))
+      return;
+    for (auto peer : activity.scan(now, holds > 0)) {
+      if (auto g = gateways.find(peer); g != gateways.end() && g->second)
+        self->send(g->second, ucx_goodbye_atom::value, own_worker_id);
+      spdlog::debug("UCX endpoint to worker {:016x} idle for {} ms: closed", peer,
+                    activity.timeout().count());
+      retire_endpoint(peer, endpoint_close_reason::idle);
+    }
+  }
+
+  /// The peer closed its endpoint to us: ours goes too, once nothing runs
+  /// on it (the next GET wires up a fresh pair).
+  void on_goodbye(uint64_t worker_id) {
+    if (activity.goodbye(worker_id))
+      retire_endpoint(worker_id, endpoint_close_reason::goodbye);
+  }
+
+  void close_goodbyes_ready() {
+    for (auto peer : activity.goodbye_ready())
+      retire_endpoint(peer, endpoint_close_reason::goodbye);
+  }
+
+  /// An operation on the peer's endpoint ended: its idle clock restarts.
+  void finished(uint64_t worker_id) {
+    activity.finished(worker_id, clock_type::now());
+    close_goodbyes_ready();
   }
 
   bool uses(const std::list<pending_get>& list, uint64_t worker_id) const {
@@ -90,16 +186,24 @@ struct engine {
     return false;
   }
 
-  /// Closes the peer's endpoint now, or once no abandoned GET uses it.
-  void retire_endpoint(uint64_t worker_id) {
+  /// Closes the peer's endpoint now, or once no abandoned GET uses it; its
+  /// unpacked keys go with it.
+  void retire_endpoint(uint64_t worker_id, endpoint_close_reason why) {
     auto i = endpoints.find(worker_id);
     if (i == endpoints.end())
       return;
+    rkeys.invalidate_peer(worker_id);
+    wireups.erase(worker_id);
     if (uses(abandoned, worker_id))
       retired.emplace_back(worker_id, std::move(i->second));
-    else
+    else if (why == endpoint_close_reason::peer_down)
       i->second.close(std::chrono::milliseconds{50}); // a dead peer: no flush wait
+    else
+      i->second.close(quiet_close_limit);
     endpoints.erase(i);
+    activity.closed(worker_id);
+    count_close(why);
+    update_gauge();
   }
 
   void close_unused_retired() {
@@ -116,6 +220,8 @@ struct engine {
   void update_gauge() {
     if (metrics && metrics->abandoned_gets)
       metrics->abandoned_gets->Set(static_cast<double>(abandoned.size()));
+    if (metrics && metrics->ucx_endpoints)
+      metrics->ucx_endpoints->Set(static_cast<double>(endpoints.size() + retired.size()));
   }
 
   /// Answers `g` get_failed and keeps it (with its destination) until UCX
@@ -129,10 +235,13 @@ struct engine {
       g.rp.deliver(make_error(errc::get_abandoned, std::move(why)));
     else
       g.rp.deliver(make_error(errc::get_failed, std::move(why)));
-    if (g.request.pending())
-      abandoned.splice(abandoned.end(), gets, i);
-    else
+    if (g.request.pending()) {
+      abandoned.splice(abandoned.end(), gets, i); // still outstanding
+    } else {
+      auto peer = g.worker_id;
       gets.erase(i);
+      finished(peer);
+    }
     update_gauge();
   }
 
@@ -177,7 +286,12 @@ struct engine {
       why = ep.error_message();
       return nullptr;
     }
-    return &endpoints.emplace(worker_id, std::move(*ep)).first->second;
+    // Idle time starts when ucp_ep_create returned.
+    activity.opened(worker_id, clock_type::now());
+    ++endpoints_created;
+    auto* out = &endpoints.emplace(worker_id, std::move(*ep)).first->second;
+    update_gauge();
+    return out;
   }
 
   void start_get(caf::blocking_actor* self, uint64_t worker_id,
@@ -213,6 +327,7 @@ struct engine {
       return fail("post: " + req.error_message());
     }
     g.request = std::move(*req);
+    activity.started(worker_id, clock_type::now());
     gets.push_back(std::move(g));
     last_motion = clock_type::now();
   }
@@ -254,7 +369,9 @@ struct engine {
           *g.done_at - g.started);
         g.rp.deliver(static_cast<uint64_t>(ns.count()));
       }
+      auto peer = g.worker_id;
       i = gets.erase(i);
+      finished(peer);
       changed = true;
     }
     return changed;
@@ -269,7 +386,9 @@ struct engine {
         ++i;
         continue;
       }
+      auto peer = i->worker_id;
       i = abandoned.erase(i);
+      finished(peer);
       changed = true;
     }
     if (changed) {
@@ -280,7 +399,18 @@ struct engine {
 
   /// Our descriptors out make peers' emulated GETs need our progress.
   bool serving() const { return holds > 0 && !faults.no_progress; }
-  bool busy() const { return !gets.empty() || serving(); }
+  bool busy() const { return !gets.empty() || serving() || !wireups.empty(); }
+
+  /// How long an idle engine may sleep on its mailbox.
+  std::chrono::milliseconds idle_sleep() const {
+    auto sleep = abandoned.empty() ? std::chrono::milliseconds{1000} : abandoned_poll;
+    if (activity.reaping() && activity.open() > 0) {
+      auto until = std::chrono::ceil<std::chrono::milliseconds>(activity.next_scan()
+                                                                - clock_type::now());
+      sleep = std::clamp(until, std::chrono::milliseconds{1}, sleep);
+    }
+    return sleep;
+  }
 
   /// Progresses the worker until it has nothing left; answers whether
   /// anything moved.
@@ -304,8 +434,11 @@ struct engine {
     gets.clear();
     abandoned.clear();
     rkeys.clear(); // the keys go before their endpoints and worker
+    for (size_t n = 0; n < endpoints.size() + retired.size(); ++n)
+      count_close(endpoint_close_reason::shutdown);
     retired.clear();
     endpoints.clear();
+    wireups.clear();
     warm->clear();
     update_gauge();
   }
@@ -327,7 +460,18 @@ struct engine {
         {"dropped", w.dropped},
         {"held_bytes", w.held_bytes}}},
       {"gets_in_flight", gets.size()},
-      {"gets_abandoned", abandoned.size()}}
+      {"gets_abandoned", abandoned.size()},
+      {"endpoints",
+       {{"open", endpoints.size() + retired.size()},
+        {"created", endpoints_created},
+        {"eager_wireups", eager_wireups_done},
+        {"wireups_pending", wireups.size()},
+        {"idle_timeout_ms", activity.timeout().count()},
+        {"closed",
+         {{"idle", closed_by[0]},
+          {"peer_down", closed_by[1]},
+          {"goodbye", closed_by[2]},
+          {"shutdown", closed_by[3]}}}}}}
       .dump();
   }
 };
@@ -335,9 +479,11 @@ struct engine {
 void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
   auto handlers = [&](auto&& on_timeout) {
     self->receive(
-      [&](ucx_peer_atom, uint64_t worker_id, std::vector<char>& address) {
-        e->set_address(worker_id, std::move(address));
+      [&](ucx_peer_atom, uint64_t worker_id, std::vector<char>& address,
+          caf::actor& gateway) {
+        e->set_address(worker_id, std::move(address), std::move(gateway));
       },
+      [&](ucx_goodbye_atom, uint64_t worker_id) { e->on_goodbye(worker_id); },
       [&](ucx_forget_atom, uint64_t worker_id) { e->forget(worker_id); },
       [&](ucx_hold_atom, int64_t delta) { e->holds += delta; },
       [&](ucx_get_atom, uint64_t worker_id, uint64_t generation, uint64_t addr,
@@ -362,10 +508,12 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
         e->worker.progress();
       e->reap_abandoned();
     }
+    e->check_wireups();
+    e->reap_idle(self);
     if (!e->busy()) {
-      // Idle: sleep on the mailbox (looking at abandoned GETs now and then).
-      handlers(e->abandoned.empty() ? std::chrono::milliseconds{1000}
-                                    : abandoned_poll);
+      // Idle: sleep on the mailbox (looking at abandoned GETs now and then,
+      // waking for the idle reaper's next scan).
+      handlers(e->idle_sleep());
       continue;
     }
     if (e->drain_progress())
@@ -407,6 +555,9 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
     start.context, {}, std::move(*worker), start.faults, start.get_timeout,
     start.metrics, {}, {}, {}, {}, {}, 0, true,
     rkey_cache<ucx_remote_key>{start.rkey_cache}, start.rkey_cache_enabled, warm});
+  e->own_worker_id = start.worker_id;
+  e->eager = start.eager_endpoints;
+  e->activity = endpoint_activity{start.ep_idle_timeout};
   worker_address = e->worker.address();
   auto shared_worker = e->worker.shared_native();
   auto actor = sys.spawn(engine_loop, e);

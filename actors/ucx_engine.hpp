@@ -25,12 +25,21 @@
 // peer's endpoint is replaced or the peer is forgotten), and the expiry of
 // the one warm destination block that consumers share through the ref
 // (rdma/warm_destination.hpp).
+//
+// Endpoint lifecycle: endpoints open at a peer's first GET (or at its hello,
+// eager), close when the peer leaves, when the idle reaper finds them unused
+// (after a goodbye to the peer), when the peer says goodbye, and at stop;
+// each close is counted by reason (ferry_ucx_endpoints_closed_total). None
+// closes with a GET of ours on it, and the idle reaper closes none while
+// this node's descriptors are out (a peer's GET from us may ride the pair
+// UCX shares between our endpoint and its).
 // Must never: be called from any thread but its own (except signal()).
 #pragma once
 
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <caf/actor.hpp>
@@ -85,7 +94,12 @@ private:
 using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 
 /// Messages the engine handles:
-///   (ucx_peer_atom, uint64_t worker_id, std::vector<char> address)
+///   (ucx_peer_atom, uint64_t worker_id, std::vector<char> address,
+///    caf::actor gateway)  a peer's hello: its address, and its gateway
+///     (a goodbye goes there); with eager_endpoints the endpoint is created
+///     now and progressed until wired up (bounded)
+///   (ucx_goodbye_atom, uint64_t worker_id)  the peer closed its endpoint to
+///     us: ours closes too once nothing runs on it
 ///   (ucx_hold_atom, int64_t delta)        descriptors out on this node
 ///   (ucx_get_atom, uint64_t worker_id, uint64_t generation, uint64_t addr,
 ///    uint64_t len, std::vector<uint8_t> rkey, pinned_ptr dest)
@@ -99,7 +113,9 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///     keys, abandon its GETs, close its endpoint
 ///   (stat_atom) -> std::string  JSON: rkey_cache {hits, unpacks, evictions,
 ///     invalidations, entries, bytes}, warm_destination {kept, reused,
-///     dropped, held_bytes}, gets_in_flight, gets_abandoned
+///     dropped, held_bytes}, gets_in_flight, gets_abandoned, endpoints
+///     {open, created, eager_wireups, wireups_pending, idle_timeout_ms,
+///     closed {idle, peer_down, goodbye, shutdown}}
 struct ucx_engine_start {
   std::shared_ptr<const ucx_context> context;
   ucx_engine_faults faults;
@@ -110,6 +126,12 @@ struct ucx_engine_start {
   // abandoned (the consumer then falls back to chunks).
   std::chrono::milliseconds get_timeout{300000};
   rdma_metrics* metrics = nullptr; // ferry_ucx_abandoned_gets (may be null)
+  uint64_t worker_id = 0; // this node's: a goodbye names it
+  // The idle reaper (rdma/endpoint_activity.hpp): off when empty, floor
+  // 500 ms. An endpoint closed idle is preceded by a goodbye to the peer.
+  std::optional<std::chrono::milliseconds> ep_idle_timeout;
+  // Wire up at the peer's hello instead of at its first GET.
+  bool eager_endpoints = false;
 
   /// Every GET unpacks its key and no destination is kept.
   void disable_warm_state() {

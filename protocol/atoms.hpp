@@ -77,6 +77,10 @@ using wire_end_atom = caf::atom_constant<caf::atom("w_end")>;
 using wire_credit_atom = caf::atom_constant<caf::atom("w_credit")>;
 using wire_stop_atom = caf::atom_constant<caf::atom("w_stop")>;
 
+// Between gateways: "I closed my UCX endpoint to you" (the sender's worker
+// id); the receiver closes its own endpoint back.
+using ucx_goodbye_atom = caf::atom_constant<caf::atom("ucx_bye")>;
+
 // Staging workers (local GPU copies).
 using gpu_copy_atom = caf::atom_constant<caf::atom("gpu_copy")>;
 

@@ -171,6 +171,29 @@ size_t arena_pool::reclaim(clock_type::time_point now) {
   return count;
 }
 
+bool arena_pool::reclaimable() const {
+  if (!cfg_.reclaim_after)
+    return false;
+  uint64_t pooled = 0;
+  for (auto& [id, a] : arenas_)
+    if (!a.dedicated)
+      pooled += a.region->size();
+  // The same floor rule as reclaim(): an empty arena whose unmap keeps the
+  // warm floor.
+  for (auto& [id, a] : arenas_)
+    if (!a.dedicated && a.blocks.empty() && a.empty_since
+        && pooled >= cfg_.retain_arena_bytes + a.region->size())
+      return true;
+  return false;
+}
+
+std::chrono::milliseconds arena_pool::reclaim_period() const {
+  auto period = cfg_.lease_timeout / 2;
+  if (cfg_.reclaim_after)
+    period = std::min(period, *cfg_.reclaim_after / 2);
+  return std::max(period, std::chrono::milliseconds{10});
+}
+
 bool arena_pool::covers(uint64_t address, uint64_t len) const {
   for (auto& [id, a] : arenas_) {
     auto base = a.region->address();
@@ -192,6 +215,21 @@ uint64_t arena_pool::registered_bytes() const {
   uint64_t sum = 0;
   for (auto& [id, a] : arenas_)
     sum += a.charged;
+  return sum;
+}
+
+uint64_t arena_pool::mapped_bytes() const {
+  uint64_t sum = 0;
+  for (auto& [id, a] : arenas_)
+    sum += a.region->size();
+  return sum;
+}
+
+uint64_t arena_pool::granted_bytes() const {
+  uint64_t sum = 0;
+  for (auto& [id, a] : arenas_)
+    for (auto& [offset, granules] : a.blocks)
+      sum += static_cast<uint64_t>(granules) * arena_pool_config::granule;
   return sum;
 }
 

@@ -11,7 +11,9 @@
 //   over the budget the pool refuses with `budget`, a failed map or a pool
 //   that may not grow refuses with `pool_exhausted`.
 // - Empty pooled arenas are unmapped by reclaim() only when reclaim_after is
-//   set, newest first, keeping retain_arena_bytes mapped.
+//   set, newest first, keeping retain_arena_bytes mapped; between one and two
+//   reclaim_after after they emptied when the sweep runs every
+//   reclaim_period(), which its owner arms only while reclaimable().
 // Must never: unmap an arena that still has a block out, or hand out
 // overlapping blocks.
 #pragma once
@@ -54,6 +56,8 @@ struct arena_pool_config {
   uint64_t dedicated_arena_min = 64ull << 20;
   std::optional<std::chrono::milliseconds> reclaim_after;
   uint64_t retain_arena_bytes = 64ull << 20;
+  // The RDMA lease timeout: the reclaim sweep runs at least every half of it.
+  std::chrono::milliseconds lease_timeout{30000};
   static constexpr uint64_t granule = 4096;
 };
 
@@ -93,6 +97,13 @@ public:
 
   /// Unmaps empty pooled arenas past reclaim_after; returns how many.
   size_t reclaim(clock_type::time_point now);
+  /// True when reclaim() could unmap something now or later without a new
+  /// free (an empty pooled arena above the warm floor, reclaim_after set):
+  /// the sweep is armed only then.
+  bool reclaimable() const;
+  /// The sweep period: the smaller of half the lease timeout and half
+  /// reclaim_after, at least 10 ms.
+  std::chrono::milliseconds reclaim_period() const;
 
   /// Unmaps every arena (a node's stop); a block still held keeps its
   /// arena's mapping until it goes. Returns how many.
@@ -102,6 +113,10 @@ public:
   bool covers(uint64_t address, uint64_t len) const;
 
   uint64_t registered_bytes() const;
+  /// Bytes the arenas map, and the part of them granted out as blocks
+  /// (whole granules): ferry_rdma_arena_utilization_ratio is their ratio.
+  uint64_t mapped_bytes() const;
+  uint64_t granted_bytes() const;
   size_t arena_count() const { return arenas_.size(); }
   size_t live_blocks() const;
   /// Registrations made so far (for ferry_rdma_registrations_total).

@@ -14,6 +14,7 @@ struct ucx_endpoint::state {
   ucx_error_mode mode = ucx_error_mode::none;
   std::chrono::milliseconds close_limit{1000};
   ucs_status_t failure = UCS_OK;
+  void* flush = nullptr; // a start_flush() request not yet finished
 };
 
 namespace {
@@ -147,9 +148,35 @@ ucx_status ucx_endpoint::close() {
   return close(st_ ? st_->close_limit : std::chrono::milliseconds(0));
 }
 
+bool ucx_endpoint::start_flush() {
+  if (native() == nullptr || st_->flush != nullptr)
+    return false;
+  ucp_request_param_t params;
+  std::memset(&params, 0, sizeof(params));
+  void* req = ucp_ep_flush_nbx(st_->ep, &params);
+  if (req == nullptr || UCS_PTR_IS_ERR(req))
+    return req == nullptr; // finished at once, or refused
+  st_->flush = req;
+  return true;
+}
+
+bool ucx_endpoint::flush_pending() {
+  if (!st_ || st_->flush == nullptr)
+    return false;
+  if (ucp_request_check_status(st_->flush) == UCS_INPROGRESS)
+    return true;
+  ucp_request_free(st_->flush);
+  st_->flush = nullptr;
+  return false;
+}
+
 ucx_status ucx_endpoint::close(std::chrono::milliseconds limit) {
   if (!st_ || st_->ep == nullptr)
     return {};
+  if (st_->flush != nullptr) { // UCX finishes it (or drops it) with the close
+    ucp_request_free(st_->flush);
+    st_->flush = nullptr;
+  }
   ucp_worker_h w = st_->worker.get();
   ucp_request_param_t params;
   std::memset(&params, 0, sizeof(params));

@@ -128,6 +128,13 @@ public:
     return unpack_rkey(packed.data(), packed.size());
   }
 
+  /// Starts a flush (ucp_ep_flush_nbx), which finishes once the endpoint's
+  /// wireup and everything posted on it did: eager wireup waits on it.
+  /// True when it finished at once or runs; false when refused (closed).
+  bool start_flush();
+  /// True while a started flush still runs (frees it once finished).
+  bool flush_pending();
+
   /// Closes (ucp_ep_close_nbx: flush in `none` mode, forced in `peer` mode)
   /// and progresses the worker until done or `limit` passed. After a limit
   /// the close goes on inside UCX and finishes when the worker is destroyed.

@@ -287,6 +287,10 @@ void node::start_ucx() {
   es.faults.no_progress = cfg_.test_stall_ucx;
   es.get_timeout = cfg_.transfer_timeout();
   es.metrics = rdma_metrics_.get();
+  es.worker_id = worker_id_;
+  if (cfg_.ep_idle_timeout_ms > 0)
+    es.ep_idle_timeout = std::chrono::milliseconds{cfg_.ep_idle_timeout_ms};
+  es.eager_endpoints = cfg_.eager_endpoints;
   // Rollback lever for the consumer's warm RDMA state (and the "before" of
   // its measurement), read once here like the kill switch.
   if (kill_switch_engaged(std::getenv("FERRY_RDMA_WARM_DISABLE"))) {
@@ -305,6 +309,7 @@ void node::start_ucx() {
   if (cfg_.arena_reclaim_after_ms > 0)
     pc.reclaim_after = std::chrono::milliseconds{cfg_.arena_reclaim_after_ms};
   pc.retain_arena_bytes = cfg_.retain_arena_bytes;
+  pc.lease_timeout = cfg_.effective_lease_timeout();
   pool_ = spawn_arena_pool(*sys_, pc, make_ucx_mapper(ucx_),
                            cfg_.registered_bytes_budget, rdma_metrics_.get(),
                            make_ucx_external_mapper(ucx_));

@@ -67,6 +67,10 @@ struct node_config {
   uint64_t arena_reclaim_after_ms = 0; // 0: never
   uint64_t retain_arena_bytes = 64 * MiB;
   uint64_t shutdown_timeout_ms = 30000;
+  // UCX endpoints: close those unused this long (0: never; at least 500 ms),
+  // after a goodbye to the peer; wire them up at the hello, not the first GET.
+  uint64_t ep_idle_timeout_ms = 0;
+  bool eager_endpoints = false;
   uint64_t drop_dereg_timeout_ms = 30000;
   // Map the first pooled arena at start. Transparent staging never maps one
   // (a send must not stall on a registration), so without an explicit

@@ -109,7 +109,15 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--retain-arena-bytes", cfg.retain_arena_bytes)
     ->capture_default_str();
-  app.add_option("--shutdown-timeout-ms", cfg.shutdown_timeout_ms)
+  app.add_option("--shutdown-timeout-ms", cfg.shutdown_timeout_ms,
+                 "One deadline for the whole stop: drain, unmap, control plane")
+    ->capture_default_str();
+  app.add_option("--ep-idle-timeout-ms", cfg.ep_idle_timeout_ms,
+                 "Close UCX endpoints unused this long, after a goodbye to the "
+                 "peer (0: never; at least 500)")
+    ->capture_default_str();
+  app.add_option("--eager-endpoints", cfg.eager_endpoints,
+                 "Wire up a peer's UCX endpoint at its hello, not at its first GET")
     ->capture_default_str();
   app.add_option("--drop-dereg-timeout-ms", cfg.drop_dereg_timeout_ms)
     ->capture_default_str();

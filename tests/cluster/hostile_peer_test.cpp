@@ -279,6 +279,7 @@ struct HostileOwner : ::testing::Test {
         [=](add_peer_atom, peer_hello&) -> caf::result<caf::ok_atom> { return refuse(); },
         [=](members_atom) -> caf::result<std::vector<std::string>> { return refuse(); },
         [=](member_atom, const std::string&) {},
+        [=](ucx_goodbye_atom, uint64_t) {},
         [=](lookup_atom, uint64_t) -> caf::result<caf::actor, bool> { return refuse(); },
         [=](spawn_atom, const std::string&, const caf::message&) -> caf::result<caf::actor> {
           return refuse();

@@ -200,3 +200,50 @@ TEST_F(ArenaPool, ReclaimUnmapsEmptyArenasNewestFirstAndKeepsTheFloor) {
   EXPECT_EQ(pool.registered_bytes(), 64 * KiB); // the small first arena stays
   EXPECT_EQ(budget->used(), 64 * KiB);
 }
+
+TEST_F(ArenaPool, TheSweepIsArmedOnlyWhileSomethingCanBeReclaimed) {
+  auto cfg = small();
+  auto pool_off = make(cfg, 1 << 30);
+  auto g = grant(pool_off.allocate(12 * KiB, true));
+  pool_off.free(g.arena_id, g.token);
+  EXPECT_FALSE(pool_off.reclaimable()) << "reclaim_after is off";
+
+  cfg.reclaim_after = 100ms;
+  auto pool = make(cfg, 1 << 30);
+  std::vector<pool_grant> grants;
+  for (int i = 0; i < 10; ++i) // 64 + 128 KiB arenas
+    grants.push_back(grant(pool.allocate(12 * KiB, true)));
+  ASSERT_EQ(pool.arena_count(), 2u);
+  EXPECT_FALSE(pool.reclaimable()) << "every arena has a block";
+  for (auto& x : grants)
+    pool.free(x.arena_id, x.token);
+  EXPECT_TRUE(pool.reclaimable());
+  pool.reclaim(arena_pool::clock_type::now() + 1s);
+  EXPECT_EQ(pool.arena_count(), 1u);
+  EXPECT_FALSE(pool.reclaimable()) << "only the warm floor is left";
+}
+
+TEST_F(ArenaPool, TheSweepPeriodIsHalfTheSmallerOfLeaseTimeoutAndReclaimAfter) {
+  auto cfg = small();
+  cfg.lease_timeout = 30s;
+  cfg.reclaim_after = 4s;
+  EXPECT_EQ(make(cfg, 1 << 30).reclaim_period(), 2s);
+  cfg.lease_timeout = 1s;
+  EXPECT_EQ(make(cfg, 1 << 30).reclaim_period(), 500ms);
+  cfg.lease_timeout = 2ms;
+  EXPECT_EQ(make(cfg, 1 << 30).reclaim_period(), 10ms) << "the 10 ms floor";
+}
+
+TEST_F(ArenaPool, UtilizationIsGrantedOverMappedBytes) {
+  auto pool = make(small(), 1 << 30);
+  EXPECT_EQ(pool.mapped_bytes(), 0u);
+  auto a = grant(pool.allocate(16 * KiB, true));
+  auto b = grant(pool.allocate(1, true)); // one granule
+  EXPECT_EQ(pool.mapped_bytes(), 64 * KiB);
+  EXPECT_EQ(pool.granted_bytes(), 20 * KiB);
+  pool.free(a.arena_id, a.token);
+  EXPECT_EQ(pool.granted_bytes(), 4 * KiB);
+  pool.free(b.arena_id, b.token);
+  EXPECT_EQ(pool.granted_bytes(), 0u);
+  EXPECT_EQ(pool.mapped_bytes(), 64 * KiB) << "the empty arena stays mapped";
+}
