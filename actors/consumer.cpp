@@ -37,6 +37,8 @@ struct consumer_state {
   // memory, a pool block returned as it is, or a caller's registered block.
   transfer::into into = transfer::into::buffer;
   bool single_use = false; // fetch: the bytes only, the handle released
+  bool probing = false;    // probe: the reply also names the path taken
+  std::optional<transfer::count> last_path; // the last path decision
   mutable_bytes dest;
   pinned_ptr block; // the result block, the caller's writer, or a GET's destination
   byte_buffer buffer;
@@ -98,7 +100,11 @@ void deliver(consumer_ptr self, const transfer::deliver& d) {
   }
   switch (st.into) {
     case transfer::into::buffer:
-      if (st.single_use)
+      if (st.probing)
+        st.rp.deliver(std::move(st.buffer), d.lease_id,
+                      std::string{st.last_path ? to_string(st.last_path->path) : "none"},
+                      std::string{st.last_path ? to_string(st.last_path->reason) : "none"});
+      else if (st.single_use)
         st.rp.deliver(std::move(st.buffer));
       else
         st.rp.deliver(std::move(st.buffer), d.lease_id);
@@ -359,6 +365,7 @@ void apply(consumer_ptr self, transfer::commands cmds) {
         } else if constexpr (std::is_same_v<T, transfer::write_chunk>) {
           write_chunk(self, c);
         } else if constexpr (std::is_same_v<T, transfer::count>) {
+          st.last_path = c;
           if (auto* m = st.ctx.metrics)
             m->paths->count(c.path, c.reason);
         } else if constexpr (std::is_same_v<T, transfer::deliver>) {
@@ -446,6 +453,12 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
     },
     [=](get_atom, const data_handle& h) {
       self->state.rp = self->make_response_promise();
+      start(self, h);
+      return self->state.rp;
+    },
+    [=](path_probe_atom, const data_handle& h) {
+      self->state.rp = self->make_response_promise();
+      self->state.probing = true;
       start(self, h);
       return self->state.rp;
     },

@@ -15,6 +15,7 @@
 // Messages it answers (once per get):
 //   (get_atom, data_handle)                    -> (byte_buffer, lease_id)
 //   (fetch_atom, data_handle)                  -> (byte_buffer), released
+//   (path_probe_atom, data_handle)  -> (byte_buffer, lease_id, path, reason)
 //   (get_into_atom, data_handle, mutable_bytes) -> (bytes_written, lease_id)
 //   (get_into_atom, data_handle, pinned_ptr)    -> (bytes_written, lease_id)
 //   (get_pinned_atom, data_handle)        -> (pinned_ptr, size, lease_id)

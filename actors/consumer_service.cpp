@@ -123,6 +123,11 @@ consumer_service_actor::behavior_type service(service_ptr self,
       auto rp = self->make_response_promise<byte_buffer, uint64_t>();
       return rp.delegate(take_consumer(self), get_atom::value, h);
     },
+    [=](path_probe_atom, const data_handle& h) {
+      auto rp = self->make_response_promise<byte_buffer, uint64_t, std::string,
+                                            std::string>();
+      return rp.delegate(take_consumer(self), path_probe_atom::value, h);
+    },
     [=](fetch_atom, const data_handle& h) {
       auto rp = self->make_response_promise<byte_buffer>();
       return rp.delegate(take_consumer(self), fetch_atom::value, h);

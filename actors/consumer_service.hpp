@@ -26,6 +26,10 @@ using consumer_service_actor = caf::typed_actor<
   // The bytes of a single-use handle (a transparently staged payload):
   // the handle is released once they are in, or when the get fails.
   caf::replies_to<fetch_atom, data_handle>::with<byte_buffer>,
+  // A get that also says how it went: bytes, lease id, the path and the
+  // reason of its last path decision (path_metrics labels).
+  caf::replies_to<path_probe_atom, data_handle>::with<byte_buffer, uint64_t, std::string,
+                                                 std::string>,
   // Bytes written into the caller's buffer and the lease id.
   caf::replies_to<get_into_atom, data_handle, mutable_bytes>::with<uint64_t,
                                                                    uint64_t>,

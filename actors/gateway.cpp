@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/probe_runner.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/errors.hpp"
 
@@ -248,6 +249,19 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
                 [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
           },
           [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](path_probe_atom, const data_handle& h) -> caf::result<std::string> {
+      if (!is_registered(self, self->current_sender()))
+        return make_error(errc::not_registered, "probe: say hello first");
+      const auto& node = *self->state.params.node;
+      auto runner = spawn_probe_runner(self->system(), node.consumer, node.get_timeout(),
+                                       node.request_timeout);
+      auto rp = self->make_response_promise<std::string>();
+      self->request(runner, node.get_timeout() + 2 * node.request_timeout,
+                    path_probe_atom::value, h)
+        .then([=](std::string& report) mutable { rp.deliver(std::move(report)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
       return rp;
     },
     [=](stat_atom) -> caf::result<std::string> {

@@ -36,6 +36,10 @@ using gateway_actor = caf::typed_actor<
   // Pulls a payload from its owner and stages a copy here; the second
   // argument is a JSON object of options ({"pinned": bool}).
   caf::replies_to<adopt_atom, data_handle, std::string>::with<data_handle>,
+  // ferry probe (registered peers only): pulls the handle from its owner as
+  // a consumer, detaches, and answers how, as JSON {path, reason, bytes,
+  // seconds, checksum}.
+  caf::replies_to<path_probe_atom, data_handle>::with<std::string>,
   // What this node holds and whom it knows, as JSON.
   caf::replies_to<stat_atom>::with<std::string>>;
 

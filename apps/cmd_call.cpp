@@ -14,7 +14,7 @@
 #include "apps/commands.hpp"
 #include "apps/file_io.hpp"
 #include "protocol/errors.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/logging.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node_options.hpp"

@@ -13,6 +13,7 @@ void add_stat_command(CLI::App& root);
 void add_job_command(CLI::App& root);
 void add_call_command(CLI::App& root);
 void add_bench_command(CLI::App& root);
+void add_probe_command(CLI::App& root);
 
 /// Prints "ferry <command>: <message>" to stderr and fails with `code`.
 [[noreturn]] void fail(const char* command, const std::string& message,

@@ -15,7 +15,7 @@
 #include "apps/job_worker.hpp"
 #include "apps/shard_math.hpp"
 #include "protocol/errors.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/blocking_client.hpp"
 #include "runtime/node.hpp"
 #include "actors/messenger_interface.hpp"

@@ -27,6 +27,7 @@ int main(int argc, char** argv) {
   ferry::app::add_put_command(app);
   ferry::app::add_get_command(app);
   ferry::app::add_stat_command(app);
+  ferry::app::add_probe_command(app);
   ferry::app::add_call_command(app);
   ferry::app::add_job_command(app);
 #ifdef FERRY_WITH_BENCH

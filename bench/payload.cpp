@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "bench/bench_buffer.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 
 namespace ferry::bench {
 

@@ -5,7 +5,7 @@
 #include <caf/scoped_actor.hpp>
 #include <nlohmann/json.hpp>
 
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 
 namespace ferry {
 

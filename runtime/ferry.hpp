@@ -22,7 +22,7 @@
 #include "protocol/errors.hpp"
 #include "protocol/messenger_wire.hpp"
 #include "runtime/blocking_client.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/gpu_payloads.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"

@@ -17,7 +17,7 @@
 #include "protocol/errors.hpp"
 #include "protocol/rv_messages.hpp"
 #include "runtime/blocking_client.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"

@@ -287,6 +287,9 @@ struct HostileOwner : ::testing::Test {
         [=](adopt_atom, const data_handle&, const std::string&) -> caf::result<data_handle> {
           return refuse();
         },
+        [=](path_probe_atom, const data_handle&) -> caf::result<std::string> {
+          return refuse();
+        },
         [=](stat_atom) -> caf::result<std::string> { return refuse(); },
       };
     }, 0);

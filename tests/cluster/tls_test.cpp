@@ -18,7 +18,7 @@
 #include "protocol/errors.hpp"
 #include "protocol/type_registry.hpp"
 #include "runtime/blocking_client.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
 

@@ -14,7 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/errors.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_peer_main.hpp"

@@ -17,7 +17,7 @@
 #include "protocol/staging_headers.hpp"
 #include "runtime/blocking_client.hpp"
 #include "runtime/builtin_handlers.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "process/child_process.hpp"

@@ -23,7 +23,7 @@
 #include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
 #include "runtime/blocking_client.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
 #include "tests/rdma/ucx_transports.hpp"
@@ -670,4 +670,84 @@ TEST_P(Rdma, BlocksHandedToTheCallerStayMappedPastTheNodesStop) {
   block.reset(); // the last share unmaps, after the node is gone
   mine.reset();
   local.reset();
+}
+
+/// `ferry probe` between two `ferry node` processes that joined each other.
+struct ProbeCluster {
+  explicit ProbeCluster(std::vector<std::string> b_env = {}) {
+    b_env.insert(b_env.end(), env.begin(), env.end());
+    a = std::make_unique<node_process>(std::vector<std::string>{"--metrics-port", "0"}, env);
+    b = std::make_unique<node_process>(
+      std::vector<std::string>{"--join", a->endpoint(), "--metrics-port", "0"}, b_env);
+    dir = test::temp_dir();
+    std::ofstream out{dir + "/in", std::ios::binary};
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  }
+
+  std::string put(bool pinned) {
+    std::vector<std::string> args{"put", "--node", a->endpoint(), dir + "/in"};
+    if (pinned)
+      args.insert(args.begin() + 1, "--pinned");
+    auto r = test::run_ferry(args, std::chrono::seconds{60}, env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return r.out.substr(0, r.out.find('\n'));
+  }
+
+  nlohmann::json probe(const std::string& handle) {
+    auto r = test::run_ferry({"probe", "--node", a->endpoint(), "--via", b->endpoint(),
+                              "--handle", handle, "--json"},
+                             std::chrono::seconds{60}, env);
+    EXPECT_EQ(r.exit_code, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  }
+
+  std::vector<std::string> env{"UCX_TLS=tcp,self", "UCX_NET_DEVICES=lo"};
+  byte_buffer bytes = test::payload(3 * MiB_ + 17, 21);
+  std::unique_ptr<node_process> a, b;
+  std::string dir;
+};
+
+std::string hex_checksum(const byte_buffer& b) {
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx",
+                static_cast<unsigned long long>(checksum64(b.data(), b.size())));
+  return text;
+}
+
+TEST(RdmaCli, ProbeReportsTheRdmaPathBytesAndChecksumAndLeavesThePayloadStaged) {
+  ProbeCluster c;
+  auto handle = c.put(true);
+  for (int i = 0; i < 2; ++i) { // detached: the payload is there for the second
+    auto j = c.probe(handle);
+    EXPECT_EQ(j["path"], "rdma") << j.dump();
+    EXPECT_EQ(j["reason"], "ok");
+    EXPECT_EQ(j["bytes"], c.bytes.size());
+    EXPECT_EQ(j["checksum"], hex_checksum(c.bytes));
+    EXPECT_GT(j["seconds"].get<double>(), 0);
+  }
+  // B's consumer counted the GETs; nothing came to the shell.
+  auto text = test::scrape_metrics(c.b->metrics_port());
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_rdma_get_duration_seconds_count"), 2)
+    << text;
+}
+
+TEST(RdmaCli, ProbeNamesTheChunkedPathAndWhy) {
+  ProbeCluster c{{"FERRY_RDMA_RENDEZVOUS_DISABLE=1"}}; // B's kill switch
+  auto j = c.probe(c.put(true));
+  EXPECT_EQ(j["path"], "chunked") << j.dump();
+  EXPECT_EQ(j["reason"], "kill_switch");
+  EXPECT_EQ(j["checksum"], hex_checksum(c.bytes));
+  auto plain = c.probe(c.put(false));
+  EXPECT_EQ(plain["path"], "chunked");
+  EXPECT_EQ(plain["checksum"], hex_checksum(c.bytes));
+}
+
+TEST(RdmaCli, ProbeRefusesAHandleTheNodeDoesNotOwn) {
+  ProbeCluster c;
+  auto handle = c.put(false);
+  auto r = test::run_ferry({"probe", "--node", c.b->endpoint(), "--via", c.a->endpoint(),
+                            "--handle", handle},
+                           std::chrono::seconds{60}, c.env);
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not owned by the node at"), std::string::npos) << r.err;
 }

@@ -22,7 +22,7 @@
 #include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
 #include "runtime/blocking_client.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
 #include "tests/rdma/ucx_transports.hpp"

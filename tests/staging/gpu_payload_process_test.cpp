@@ -15,7 +15,7 @@
 #include "protocol/atoms.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/blocking_client.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/gpu_payloads.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"

@@ -11,7 +11,7 @@
 
 
 #include "protocol/errors.hpp"
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 #include "runtime/gpu_payloads.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"

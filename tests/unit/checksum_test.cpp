@@ -1,6 +1,6 @@
 // checksum64: what the end-to-end byte checks rely on. Equal bytes give equal
 // sums; one flipped bit, two swapped chunks or a changed length do not.
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 
 #include <algorithm>
 #include <cstdint>

@@ -1,7 +1,7 @@
 // checksum64 is xxHash's XXH3 (64-bit), inlined from libxxhash-dev's header:
 // it runs at memory speed (the serial mixer it replaced ran at ~2 GB/s and
 // was a third of a 64 MiB handler call).
-#include "runtime/checksum.hpp"
+#include "protocol/checksum.hpp"
 
 #define XXH_INLINE_ALL
 #include <xxhash.h>
