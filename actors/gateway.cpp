@@ -24,6 +24,7 @@ struct gateway_state {
   gateway_params params;
   std::map<uint64_t, peer_hello> peers;
   std::set<uint64_t> ucx_peers; // registered on the UCX engine
+  bool stopping = false;        // the node's stop began: no new work
   // Shared with the exit functor, which may run after the state is gone.
   std::shared_ptr<std::vector<caf::actor>> workers
     = std::make_shared<std::vector<caf::actor>>();
@@ -52,6 +53,14 @@ bool is_registered(gateway_ptr self, const caf::strong_actor_ptr& sender) {
     if (p.gateway.node() == n)
       return true;
   return false;
+}
+
+/// Refuses new work once the node's stop began.
+caf::error refuse_if_stopping(gateway_ptr self, const char* what) {
+  if (!self->state.stopping)
+    return caf::none;
+  return make_error(errc::draining,
+                    std::string{what} + ": the node is shutting down");
 }
 
 /// A new listening member: the membership actor hears of it, and every
@@ -135,7 +144,16 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
   });
   return {
+    [=](stop_work_atom) -> caf::result<caf::ok_atom> {
+      auto sender = self->current_sender();
+      if (!sender || sender->node() != self->node())
+        return make_error(errc::not_registered, "stop_work: local only");
+      self->state.stopping = true;
+      return caf::ok_atom::value;
+    },
     [=](hello_atom, peer_hello& peer) -> caf::result<peer_hello> {
+      if (auto err = refuse_if_stopping(self, "hello"))
+        return err;
       if (auto err = check_hello(peer)) {
         spdlog::warn("{}", describe(err));
         return err;
@@ -198,6 +216,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
     },
     [=](spawn_atom, const std::string& name,
         const caf::message& args) -> caf::result<caf::actor> {
+      if (auto err = refuse_if_stopping(self, "spawn"))
+        return err;
       auto& workers = self->state.params.workers;
       auto i = workers.find(name);
       if (i == workers.end())
@@ -212,6 +232,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
     },
     [=](adopt_atom, const data_handle& h,
         const std::string& options) -> caf::result<data_handle> {
+      if (auto err = refuse_if_stopping(self, "adopt"))
+        return err;
       bool pinned = false;
       try {
         auto j = nlohmann::json::parse(options);
@@ -252,6 +274,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       return rp;
     },
     [=](path_probe_atom, const data_handle& h) -> caf::result<std::string> {
+      if (auto err = refuse_if_stopping(self, "probe"))
+        return err;
       if (!is_registered(self, self->current_sender()))
         return make_error(errc::not_registered, "probe: say hello first");
       const auto& node = *self->state.params.node;

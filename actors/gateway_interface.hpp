@@ -40,6 +40,9 @@ using gateway_actor = caf::typed_actor<
   // a consumer, detaches, and answers how, as JSON {path, reason, bytes,
   // seconds, checksum}.
   caf::replies_to<path_probe_atom, data_handle>::with<std::string>,
+  // Local, the first step of a stop: from now on hellos, spawns, adopts and
+  // probes answer errc::draining (work already admitted goes on).
+  caf::replies_to<stop_work_atom>::with<caf::ok_atom>,
   // What this node holds and whom it knows, as JSON.
   caf::replies_to<stat_atom>::with<std::string>>;
 

@@ -62,7 +62,7 @@ void update_gauges(owner_ptr self) {
 
 void arm_reaper_if_needed(owner_ptr self) {
   auto& st = self->state;
-  if (st.reaper_armed || !st.store.has_deadlines())
+  if (!st.reaper || st.reaper_armed || !st.store.has_deadlines())
     return;
   self->send(st.reaper, arm_atom::value);
   st.reaper_armed = true;
@@ -484,6 +484,14 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
     },
     [=](drain_atom) -> caf::result<uint64_t> {
       self->state.draining = true;
+      // The lease reaper stops (unlinked first: its exit must not end the
+      // owner), and stays stopped: an armed flag never re-arms it.
+      if (auto& reaper = self->state.reaper) {
+        self->unlink_from(reaper);
+        self->send_exit(reaper, caf::exit_reason::user_shutdown);
+        reaper = nullptr;
+        self->state.reaper_armed = true;
+      }
       // Small slots are copied here, large ones on the bulk copier; the
       // answer waits for the last copy (the loop itself counts as one, so
       // copies done inline cannot answer before the loop is through).

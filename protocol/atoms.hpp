@@ -81,6 +81,9 @@ using wire_stop_atom = caf::atom_constant<caf::atom("w_stop")>;
 // id); the receiver closes its own endpoint back.
 using ucx_goodbye_atom = caf::atom_constant<caf::atom("ucx_bye")>;
 
+// A node's stop, first step: its gateway refuses new work.
+using stop_work_atom = caf::atom_constant<caf::atom("stop_work")>;
+
 // ferry probe: a node pulls a handle as a consumer and reports the path.
 using path_probe_atom = caf::atom_constant<caf::atom("path_probe")>;
 

@@ -1,5 +1,7 @@
 #include "rdma/ucx_memory.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
@@ -171,6 +173,10 @@ void ucx_memory::release() noexcept {
       ::munmap(base_, size_);
     // On a failed unmap the pages stay mapped on purpose: a leak is safer
     // than freeing pages UCX may still hold.
+    if (st != UCS_OK)
+      spdlog::error("ucp_mem_unmap of {} bytes at {} failed ({}): the pages are "
+                    "leaked on purpose (UCX may still hold them)",
+                    size_, static_cast<void*>(base_), ucs_status_string(st));
   }
   memh_ = nullptr;
   base_ = nullptr;

@@ -11,6 +11,8 @@ add_library(ferry_ucx STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ucx_get.cpp)
 ferry_public_includes(ferry_ucx)
 target_link_libraries(ferry_ucx PUBLIC ucx::ucp ucx::ucs)
+# spdlog: a failed unmap is logged at error (its pages are leaked on purpose).
+target_link_libraries(ferry_ucx PRIVATE spdlog::spdlog)
 # UCM (no imported target in UCX's CMake files): apply_ucx_defaults sets its
 # memory-event switch directly, since UCM reads its variables at load time.
 find_library(FERRY_UCM_LIBRARY ucm REQUIRED)

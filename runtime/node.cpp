@@ -511,6 +511,36 @@ void node::drain_rdma(const shutdown_deadline& deadline) {
       });
 }
 
+void node::refuse_new_work(const shutdown_deadline& deadline) {
+  if (!gateway_)
+    return;
+  caf::scoped_actor self{*sys_};
+  self->request(gateway_, std::min(cfg_.request_timeout(), deadline.left()),
+                stop_work_atom::value)
+    .receive([](caf::ok_atom) {},
+             [](caf::error& err) {
+               spdlog::warn("shutdown: the gateway did not stop taking work: {}",
+                            describe(err));
+             });
+}
+
+void node::unmap_arenas(const shutdown_deadline& deadline, const char* when) {
+  if (!pool_)
+    return;
+  // A block still out (a lease's, a caller's) keeps its arena's pages
+  // until it goes: they are never freed under it.
+  caf::scoped_actor self{*sys_};
+  self->request(pool_, deadline.left(), pool_unmap_all_atom::value)
+    .receive(
+      [when](uint64_t left) {
+        spdlog::log(left == 0 ? spdlog::level::info : spdlog::level::err,
+                    "shutdown: registered bytes {}: {}", when, left);
+      },
+      [](caf::error& err) {
+        spdlog::error("shutdown: the arenas were not unmapped: {}", describe(err));
+      });
+}
+
 void node::stop() {
   if (stopped_ || !sys_)
     return;
@@ -519,7 +549,14 @@ void node::stop() {
   // reached after it still gets 100 ms.
   shutdown_deadline deadline{std::chrono::milliseconds{cfg_.shutdown_timeout_ms},
                              std::chrono::milliseconds{100}};
+  // The spec's order: the front door refuses new work; the RDMA sweep runs
+  // while peers can still pull (the owner answers chunked, `draining`, its
+  // lease reaper stops, pinned slots are copied to plain memory; the pool
+  // gates registrations, drains and unregisters the regions) and every
+  // arena is unmapped; then the control plane stops with what is left.
+  refuse_new_work(deadline);
   drain_rdma(deadline);
+  unmap_arenas(deadline, "after the drain");
   if (port_ != 0) {
     // Through the middleman actor that published it (CAF's OpenSSL
     // unpublish helper does not compile in 0.17.6).
@@ -564,20 +601,8 @@ void node::stop() {
     engine_.wake();
     stop_and_wait("UCX engine", engine_.actor());
   }
-  if (pool_) {
-    // Every arena goes; what is still charged (a region that did not
-    // drain) is named.
-    caf::scoped_actor self{*sys_};
-    self->request(pool_, deadline.left(), pool_unmap_all_atom::value)
-      .receive(
-        [](uint64_t left) {
-          spdlog::log(left == 0 ? spdlog::level::info : spdlog::level::err,
-                      "shutdown: registered bytes at exit: {}", left);
-        },
-        [](caf::error& err) {
-          spdlog::error("shutdown: the arenas were not unmapped: {}", describe(err));
-        });
-  }
+  // What is still charged now (a region that did not drain) is named.
+  unmap_arenas(deadline, "at exit");
   stop_and_wait("arena pool", caf::actor_cast<caf::actor>(pool_));
   http_.reset();
   gateway_ = nullptr;

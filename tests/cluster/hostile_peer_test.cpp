@@ -290,6 +290,7 @@ struct HostileOwner : ::testing::Test {
         [=](path_probe_atom, const data_handle&) -> caf::result<std::string> {
           return refuse();
         },
+        [=](stop_work_atom) -> caf::result<caf::ok_atom> { return refuse(); },
         [=](stat_atom) -> caf::result<std::string> { return refuse(); },
       };
     }, 0);

@@ -21,6 +21,7 @@
 #include "runtime/blocking_client.hpp"
 #include "protocol/checksum.hpp"
 #include "runtime/node.hpp"
+#include "runtime/region_guard.hpp"
 #include "tests/cluster/test_support.hpp"
 #include "tests/rdma/ucx_transports.hpp"
 
@@ -40,12 +41,14 @@ struct Endpoints : ::testing::TestWithParam<std::string> {
   }
 
   /// The `ferry node` process (`peer_args` added) and the in-process node.
-  void start(std::vector<std::string> peer_args, node_config local_cfg) {
+  void start(std::vector<std::string> peer_args, node_config local_cfg,
+             bool local_listens = false) {
     peer_args.push_back("--metrics-port");
     peer_args.push_back("0");
     peer = std::make_unique<node_process>(
       peer_args, std::vector<std::string>{"UCX_TLS=" + test::ucx_tls_for(GetParam())});
-    local_cfg.listen = false;
+    local_cfg.listen = local_listens;
+    local_cfg.port = 0;
     local_cfg.request_timeout_ms = 30000;
     local_cfg.metrics_port = 0;
     local = std::make_unique<node>(local_cfg);
@@ -305,4 +308,32 @@ TEST_P(Endpoints, DedicatedArenasInARowNeverExhaustTheBudget) {
   }
   EXPECT_LE(peer_metric("ferry_rendezvous_rdma_path_total{path=\"chunked\",reason=\"budget\"}"),
             0);
+}
+
+TEST_P(Endpoints, AStoppingNodesGatewayRefusesNewWorkAndAdmittedPeersStillPull) {
+  start({}, node_config{}, true);
+  auto bytes = test::payload(1 * MiB_, 14);
+  auto mine = client->register_data_pinned(bytes);
+  ASSERT_TRUE(mine);
+  // The first step of node::stop.
+  {
+    caf::scoped_actor self{local->system()};
+    self->request(local->gateway(), 5s, stop_work_atom::value)
+      .receive([](caf::ok_atom) {}, [](caf::error& err) { FAIL() << describe(err); });
+  }
+  // A newcomer's hello is refused, with the reason.
+  node_config other_cfg;
+  other_cfg.listen = false;
+  node other{other_cfg};
+  ASSERT_FALSE(other.start());
+  auto hello = other.connect("127.0.0.1:" + std::to_string(local->port()));
+  ASSERT_FALSE(hello);
+  EXPECT_NE(describe(hello.error()).find("shutting down"), std::string::npos)
+    << describe(hello.error());
+  // A registered peer still pulls what this node staged.
+  auto gets_before = peer_gets();
+  auto copy = client->adopt(peer_gateway(), *mine, false);
+  ASSERT_TRUE(copy) << describe(copy.error());
+  EXPECT_EQ(peer_gets(), gets_before + 1);
+  get_and_check(*copy, bytes);
 }
