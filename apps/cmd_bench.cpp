@@ -183,6 +183,8 @@ void add_bench_command(CLI::App& root) {
               "ucx: let UCX allocate the region where shared memory allows");
   add_knob_options(*p, peer->knobs);
   p->add_flag("--rdma", peer->rdma, "ferry-owner: with the UCX transport");
+  p->add_flag("--eager-endpoints", peer->knobs.eager_endpoints,
+              "ferry-owner: wire up UCX endpoints at the hello");
   p->callback([peer] {
     if (int rc = bench::run_peer(*peer); rc != 0)
       throw CLI::RuntimeError(rc);

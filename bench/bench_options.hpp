@@ -20,6 +20,7 @@ struct ferry_knobs {
   uint32_t pull_window = 0;
   std::string scheduler_policy;
   size_t scheduler_threads = 0;
+  bool eager_endpoints = false; // set by the _cold_eager rows, on both nodes
 };
 
 struct bench_options {

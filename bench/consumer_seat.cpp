@@ -1,6 +1,11 @@
 #include "bench/consumer_seat.hpp"
 
+#include <chrono>
 #include <cstdlib>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 
 #include "bench/owner_peer.hpp"
 #include "protocol/errors.hpp"
@@ -81,6 +86,26 @@ std::string reseat(std::unique_ptr<consumer_seat>& seat, const ferry_knobs& knob
   if (!err.empty())
     seat.reset();
   return err;
+}
+
+std::string await_eager_wireup(node& n) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{5};
+  std::string last = "no answer";
+  while (std::chrono::steady_clock::now() < until) {
+    caf::scoped_actor self{n.system()};
+    nlohmann::json eps;
+    self->request(n.ucx_engine().actor(), std::chrono::seconds{1}, stat_atom::value)
+      .receive([&](std::string& s) { eps = nlohmann::json::parse(s)["endpoints"]; },
+               [&](caf::error& err) { last = describe(err); });
+    n.ucx_engine().wake();
+    if (eps.is_object()) {
+      if (eps["eager_wireups"].get<uint64_t>() >= 1 && eps["wireups_pending"] == 0u)
+        return {};
+      last = eps.dump();
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds{2});
+  }
+  return "the eager wireup did not finish within 5 s: " + last;
 }
 
 } // namespace ferry::bench

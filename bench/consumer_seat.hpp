@@ -53,4 +53,8 @@ private:
 std::string reseat(std::unique_ptr<consumer_seat>& seat, const ferry_knobs& knobs,
                    const std::string& owner_endpoint, bool rdma);
 
+/// Waits (at most 5 s) until `n`'s UCX engine finished its eager wireups:
+/// an endpoint created at the hello and no wireup still pending.
+std::string await_eager_wireup(node& n);
+
 } // namespace ferry::bench

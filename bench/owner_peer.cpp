@@ -13,6 +13,8 @@ std::string owner_peer::start(const ferry_knobs& knobs, bool rdma,
     args.insert(args.end(), {"--chunk-size", std::to_string(knobs.chunk_size)});
   if (!knobs.scheduler_policy.empty())
     args.insert(args.end(), {"--scheduler-policy", knobs.scheduler_policy});
+  if (knobs.eager_endpoints)
+    args.push_back("--eager-endpoints");
   if (knobs.scheduler_threads > 0)
     args.insert(args.end(),
                 {"--scheduler-threads", std::to_string(knobs.scheduler_threads)});
@@ -52,6 +54,7 @@ node_config consumer_node_config(const ferry_knobs& knobs, bool rdma) {
   cfg.ucx = rdma;
   cfg.rdma_enabled = rdma;
   cfg.listen = false;
+  cfg.eager_endpoints = knobs.eager_endpoints;
   cfg.metrics_port = -1;
   cfg.log_level = "warn";
   if (knobs.pull_window > 0)

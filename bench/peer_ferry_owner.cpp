@@ -49,6 +49,7 @@ int run_ferry_owner_peer(const peer_options& opts) {
   cfg.log_level = "warn";
   cfg.ucx = opts.rdma;
   cfg.rdma_enabled = opts.rdma;
+  cfg.eager_endpoints = opts.knobs.eager_endpoints;
   if (opts.rdma)
     cfg.rdma_min_bytes = 0;
   if (opts.knobs.chunk_size > 0)

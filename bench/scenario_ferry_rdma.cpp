@@ -7,6 +7,9 @@
 //   cold:        the first get on a consumer node started and connected just
 //                before (its UCX context, worker and endpoint are new; the
 //                set-up is untimed, the get timed)
+//   cold_eager:  the same with --eager-endpoints on both nodes: the set-up
+//                also waits (bounded) for the eager wireup to finish, so the
+//                timed get shows what is left of the first-use cost
 //   into_pinned: get_into a pinned writer allocated once per size, outside
 //                the clock: the zero-copy destination
 // Both nodes run UCX on the row's transport (UCX_TLS in this process for
@@ -41,13 +44,15 @@ class ferry_rdma_runner : public scenario_runner {
 public:
   ferry_rdma_runner(const bench_options& opts, ucx_transport transport,
                     rdma_mode mode)
-    : knobs_(opts.knobs), transport_(transport), mode_(mode) {}
+    : knobs_(opts.knobs), transport_(transport), mode_(mode) {
+    knobs_.eager_endpoints = mode == rdma_mode::cold_eager;
+  }
 
   std::string start() override {
     env_.emplace(transport_);
     if (auto err = owner_.start(knobs_, true, ucx_peer_env(transport_)); !err.empty())
       return err;
-    if (mode_ != rdma_mode::cold)
+    if (!cold())
       return reseat(seat_, knobs_, owner_.endpoint(), true);
     return {};
   }
@@ -65,9 +70,13 @@ public:
   }
 
   run_outcome run(uint64_t bytes) override {
-    if (mode_ == rdma_mode::cold)
+    if (cold()) {
       if (auto err = reseat(seat_, knobs_, owner_.endpoint(), true); !err.empty())
         return run_outcome::failed(err);
+      if (mode_ == rdma_mode::cold_eager)
+        if (auto err = await_eager_wireup(seat_->host()); !err.empty())
+          return run_outcome::failed(err);
+    }
     auto& c = seat_->client();
     auto before = read_paths(seat_->host());
     if (mode_ == rdma_mode::into_pinned) {
@@ -96,7 +105,7 @@ public:
     if (seat_)
       (void) seat_->end(true);
     writer_.reset(); // back to the pool before the seat's node can go
-    if (mode_ == rdma_mode::cold)
+    if (cold())
       seat_.reset();
   }
 
@@ -108,6 +117,8 @@ public:
   }
 
 private:
+  bool cold() const { return mode_ == rdma_mode::cold || mode_ == rdma_mode::cold_eager; }
+
   run_outcome finish_run(double secs, uint64_t lease, const path_counts& before) {
     // The lease is held (and the slot kept) whatever path ran.
     auto held = seat_->hold(handle_, lease);

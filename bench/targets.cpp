@@ -61,10 +61,12 @@ const std::pair<const char*, const char*> limit_pairs[] = {
   {"ferry_rdma_sm", "ucx_get_raw_sm"},
   {"ferry_rdma_sm", "ferry_chunked"},
   {"ferry_rdma_sm_cold", "ferry_rdma_sm"},
+  {"ferry_rdma_sm_cold_eager", "ferry_rdma_sm_cold"},
   {"ferry_get_into_pinned_sm", "ucx_get_raw_sm"},
   {"ferry_get_into_pinned_sm", "memcpy"},
   {"ferry_rdma_tcp", "ucx_get_raw_tcp"},
   {"ferry_rdma_tcp_cold", "ferry_rdma_tcp"},
+  {"ferry_rdma_tcp_cold_eager", "ferry_rdma_tcp_cold"},
 };
 
 bool measured(const bench_report& r, const std::string& scenario) {
