@@ -27,16 +27,13 @@ struct get_command {
 
 void run_get(const get_command& cmd) {
   init_logging(cmd.cfg.log_level, "get", cmd.cfg.log_format);
-  auto h = parse_data_handle(cmd.handle_text);
-  if (!h)
-    fail("get", "'" + cmd.handle_text
-                  + "' is not a handle (expected 16 hex digits, '-', 16 hex digits)", 2);
+  auto h = handle_argument("get", cmd.handle_text);
   auto session = client_session::open(cmd.cfg, cmd.node_endpoint);
   if (!session)
     fail("get", describe(session.error()));
   auto& s = **session;
   auto t0 = std::chrono::steady_clock::now();
-  auto got = s.client().get(*h);
+  auto got = s.client().get(h);
   if (!got)
     fail("get", describe(got.error()));
   auto secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
@@ -44,8 +41,8 @@ void run_get(const get_command& cmd) {
   write_file("get", cmd.output, got->bytes);
   caf::error end;
   if (cmd.keep) {
-    end = s.client().detach(*h, got->lease_id);
-  } else if (auto released = s.client().release(*h, got->lease_id); !released) {
+    end = s.client().detach(h, got->lease_id);
+  } else if (auto released = s.client().release(h, got->lease_id); !released) {
     end = released.error();
   }
   if (end)

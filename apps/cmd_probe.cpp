@@ -29,16 +29,13 @@ struct probe_command {
 
 void run_probe(const probe_command& cmd) {
   init_logging(cmd.cfg.log_level, "probe", cmd.cfg.log_format);
-  auto h = parse_data_handle(cmd.handle_text);
-  if (!h)
-    fail("probe", "'" + cmd.handle_text
-                    + "' is not a handle (expected 16 hex digits, '-', 16 hex digits)", 2);
+  auto h = handle_argument("probe", cmd.handle_text);
   auto session = client_session::open(cmd.cfg, cmd.owner_endpoint);
   if (!session)
     fail("probe", describe(session.error()));
   auto& s = **session;
   auto owner_id = s.remote_hello().worker_id;
-  if (h->hi != owner_id) {
+  if (h.hi != owner_id) {
     char want[17];
     std::snprintf(want, sizeof want, "%016llx", static_cast<unsigned long long>(owner_id));
     fail("probe", "the handle " + cmd.handle_text + " is not owned by the node at "
@@ -51,7 +48,7 @@ void run_probe(const probe_command& cmd) {
   std::string report;
   caf::error err;
   auto bound = cmd.cfg.transfer_timeout() + 2 * cmd.cfg.request_timeout();
-  self->request(caf::actor_cast<gateway_actor>(via->gateway), bound, path_probe_atom::value, *h)
+  self->request(caf::actor_cast<gateway_actor>(via->gateway), bound, path_probe_atom::value, h)
     .receive([&](std::string& r) { report = std::move(r); },
              [&](caf::error& e) { err = std::move(e); });
   if (err) {

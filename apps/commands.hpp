@@ -4,6 +4,8 @@
 
 #include <CLI/App.hpp>
 
+#include "protocol/data_handle.hpp"
+
 namespace ferry::app {
 
 void add_node_command(CLI::App& root);
@@ -18,5 +20,9 @@ void add_probe_command(CLI::App& root);
 /// Prints "ferry <command>: <message>" to stderr and fails with `code`.
 [[noreturn]] void fail(const char* command, const std::string& message,
                        int code = 1);
+
+/// The handle `text` names (as ferry put prints it), or fail(command) with
+/// exit code 2.
+data_handle handle_argument(const char* command, const std::string& text);
 
 } // namespace ferry::app

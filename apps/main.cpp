@@ -14,6 +14,15 @@ void fail(const char* command, const std::string& message, int code) {
   throw CLI::RuntimeError(code);
 }
 
+data_handle handle_argument(const char* command, const std::string& text) {
+  auto h = parse_data_handle(text);
+  if (!h)
+    fail(command, "'" + text
+                    + "' is not a handle (expected 16 hex digits, '-', 16 hex digits)",
+         2);
+  return *h;
+}
+
 } // namespace ferry::app
 
 int main(int argc, char** argv) {
