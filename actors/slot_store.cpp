@@ -67,9 +67,21 @@ bool slot_store::finish_demotion(const demotion& d, byte_buffer bytes) {
   auto i = slots_.find(d.slot_id);
   if (i == slots_.end() || i->second.pinned != d.block || bytes.size() != d.len)
     return false;
-  i->second.bytes = std::make_shared<const byte_buffer>(std::move(bytes));
-  i->second.pinned.reset();
+  auto& s = i->second;
+  s.bytes = std::make_shared<const byte_buffer>(std::move(bytes));
+  s.read_by_gets = std::move(s.pinned);
+  s.pinned.reset();
+  settle_demoted(s);
   return true;
+}
+
+void slot_store::settle_demoted(slot& s) {
+  if (!s.read_by_gets)
+    return;
+  for (auto& [id, l] : s.leases)
+    if (l.rdma)
+      return;
+  s.read_by_gets.reset();
 }
 
 slot_store::slot* slot_store::find(const data_handle& h) {
@@ -243,6 +255,7 @@ caf::error slot_store::end_lease(slot& s, uint64_t lease_id) {
     return make_error(errc::unknown_lease);
   forget_lease(i->second);
   s.leases.erase(i);
+  settle_demoted(s);
   return caf::none;
 }
 
@@ -313,6 +326,7 @@ caf::error slot_store::hold(const data_handle& h, uint64_t lease_id) {
   if (!found)
     return std::move(found.error());
   make_held(**found);
+  settle_demoted(*find(h)); // the GET is done: it reads no more
   return caf::none;
 }
 
@@ -332,6 +346,7 @@ uint64_t slot_store::drop_holder(uint64_t holder) {
       i = s.leases.erase(i);
       ++dropped;
     }
+    settle_demoted(s);
     if (dropped != before)
       touched.push_back(id);
   }

@@ -77,8 +77,8 @@ struct engine {
   uint64_t own_worker_id = 0;
   bool eager = false;
   endpoint_activity activity{std::nullopt};
-  std::map<uint64_t, caf::actor> gateways; // where a goodbye to a peer goes
-  std::map<uint64_t, clock_type::time_point> wireups; // eager, until
+  std::map<uint64_t, caf::actor> gateways{}; // where a goodbye to a peer goes
+  std::map<uint64_t, clock_type::time_point> wireups{}; // eager, until
   uint64_t endpoints_created = 0;
   uint64_t eager_wireups_done = 0;
   uint64_t closed_by[4] = {0, 0, 0, 0}; // by endpoint_close_reason

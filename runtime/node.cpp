@@ -524,16 +524,18 @@ void node::refuse_new_work(const shutdown_deadline& deadline) {
              });
 }
 
-void node::unmap_arenas(const shutdown_deadline& deadline, const char* when) {
+void node::unmap_arenas(const shutdown_deadline& deadline, bool at_exit) {
   if (!pool_)
     return;
   // A block still out (a lease's, a caller's) keeps its arena's pages
   // until it goes: they are never freed under it.
+  const char* when = at_exit ? "at exit" : "after the drain";
   caf::scoped_actor self{*sys_};
   self->request(pool_, deadline.left(), pool_unmap_all_atom::value)
     .receive(
-      [when](uint64_t left) {
-        spdlog::log(left == 0 ? spdlog::level::info : spdlog::level::err,
+      [when, at_exit](uint64_t left) {
+        // After the drain, a block an RDMA lease's GET may still read stays.
+        spdlog::log(left == 0 || !at_exit ? spdlog::level::info : spdlog::level::err,
                     "shutdown: registered bytes {}: {}", when, left);
       },
       [](caf::error& err) {
@@ -556,7 +558,7 @@ void node::stop() {
   // arena is unmapped; then the control plane stops with what is left.
   refuse_new_work(deadline);
   drain_rdma(deadline);
-  unmap_arenas(deadline, "after the drain");
+  unmap_arenas(deadline, false);
   if (port_ != 0) {
     // Through the middleman actor that published it (CAF's OpenSSL
     // unpublish helper does not compile in 0.17.6).
@@ -570,8 +572,8 @@ void node::stop() {
                });
   }
   // Stop in order, within what is left of the deadline: the front door and
-  // the consumers first, then the owner (its slots return their blocks),
-  // then the UCX engine (no GET runs after it), then the pool, which unmaps
+  // the consumers first, then the UCX engine (no GET runs after it), then
+  // the owner (its slots return their blocks), then the pool, which unmaps
   // what is left.
   auto stop_and_wait = [&](const char* what, const caf::actor& a) {
     if (!a)
@@ -594,15 +596,18 @@ void node::stop() {
   stop_and_wait("staging workers", staging_workers_);
   if (stager_)
     stager_->close(); // idle chunks go; a retained one keeps its memory
-  stop_and_wait("owner", caf::actor_cast<caf::actor>(ctx_->owner));
-  stop_and_wait("bulk copier", copier_);
+  // The UCX engine goes before the owner: over an emulated transport
+  // (tcp) the engine's worker serves peers' GETs from our memory, and the
+  // owner's end frees the blocks a late GET may still name.
   if (engine_) {
     caf::anon_send_exit(engine_.actor(), caf::exit_reason::user_shutdown);
     engine_.wake();
     stop_and_wait("UCX engine", engine_.actor());
   }
+  stop_and_wait("owner", caf::actor_cast<caf::actor>(ctx_->owner));
+  stop_and_wait("bulk copier", copier_);
   // What is still charged now (a region that did not drain) is named.
-  unmap_arenas(deadline, "at exit");
+  unmap_arenas(deadline, true);
   stop_and_wait("arena pool", caf::actor_cast<caf::actor>(pool_));
   http_.reset();
   gateway_ = nullptr;

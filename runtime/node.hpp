@@ -123,7 +123,7 @@ private:
   caf::io::middleman_actor connector() const;
   void destroy_system(std::chrono::milliseconds bound);
   void refuse_new_work(const shutdown_deadline& deadline);
-  void unmap_arenas(const shutdown_deadline& deadline, const char* when);
+  void unmap_arenas(const shutdown_deadline& deadline, bool at_exit);
   void drain_rdma(const shutdown_deadline& deadline);
   void map_first_arena();
   peer_hello hello() const;

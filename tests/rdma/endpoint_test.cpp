@@ -284,9 +284,10 @@ TEST_P(Endpoints, AnOwnerStoppingUnderAGetNeverHandsBackWrongBytes) {
   ASSERT_TRUE(eventually([&] { return local_endpoints()["open"] == 1u; }, 10s));
   EXPECT_EQ(peer->stop(), 0) << peer->log();
   auto got = pending.get();
-  if (got) // it completed: the bytes are right
+  if (got) { // it completed: the bytes are right
     EXPECT_EQ(checksum64(got->bytes.data(), got->bytes.size()),
               checksum64(bytes.data(), bytes.size()));
+  }
   EXPECT_NE(peer->log().find("shutdown: registered bytes at exit: 0"), std::string::npos)
     << peer->log();
 }
