@@ -41,6 +41,10 @@ struct consumer_state {
   std::optional<transfer::count> last_path; // the last path decision
   mutable_bytes dest;
   pinned_ptr block; // the result block, the caller's writer, or a GET's destination
+  // A plain get's GET landing in its result buffer (get_into_result): the
+  // buffer, shared with `block` (a plain view over it) and, should the GET
+  // be abandoned, with the UCX engine until UCX lets go of it.
+  std::shared_ptr<byte_buffer> direct;
   byte_buffer buffer;
   const chunk_bytes* chunk = nullptr; // the chunk being handled
   std::optional<sliced_copy> copying;  // a GET's copy-out, a slice per message
@@ -184,6 +188,13 @@ void copy_slice(consumer_ptr self) {
 /// copier (copy_then): never a whole payload in one handler.
 void finish_get(consumer_ptr self, uint64_t len) {
   auto& st = self->state;
+  if (st.direct) { // the bytes landed in the result: nothing to copy
+    st.block.reset();
+    st.buffer = std::move(*st.direct);
+    st.buffer.resize(len); // never longer than the GET: a cut, no fill
+    st.direct.reset();
+    return apply(self, st.rules->on_get_done());
+  }
   if (st.into != transfer::into::buffer && st.into != transfer::into::raw)
     return apply(self, st.rules->on_get_done()); // the block is the result, or the writer
   auto block = st.block;
@@ -230,17 +241,40 @@ void run_get(consumer_ptr self, const rdma_descriptor& desc) {
       // dropped (a plain get's chunks go to a fresh buffer).
       if (st.into != transfer::into::pinned_writer)
         st.block.reset();
+      st.direct.reset();
       const auto& err = nanos.error();
       apply(self, st.rules->on_get_failed(is(err, errc::get_abandoned)
                                           || err == caf::sec::request_timeout));
     });
 }
 
-/// A registered block for the GET (or for get_pinned's chunks).
+/// A plain get's result buffer as a GET destination: a block over its
+/// bytes (no registration: get_into_result says none is needed) that keeps
+/// the buffer alive for as long as anyone, the UCX engine included, holds it.
+pinned_ptr result_as_destination(const std::shared_ptr<byte_buffer>& room) {
+  return std::make_shared<pinned_block>(room->data(), room->size(), 0,
+                                        std::make_shared<const std::vector<uint8_t>>(),
+                                        0, [room] {});
+}
+
+/// A registered block for the GET (or for get_pinned's chunks); a plain
+/// get's GET lands in its result buffer where the transports allow it.
 void alloc_destination(consumer_ptr self, const transfer::alloc_destination& a) {
   auto& st = self->state;
   if (!st.ctx.reader)
     return apply(self, st.rules->on_destination(false));
+  if (a.for_get && st.into == transfer::into::buffer && st.ctx.cfg.get_into_result) {
+    byte_buffer room;
+    if (st.ctx.warm) {
+      room = st.ctx.warm->take_sized(a.bytes);
+    } else {
+      reserve_for_bulk(room, a.bytes);
+      room.resize(a.bytes);
+    }
+    st.direct = std::make_shared<byte_buffer>(std::move(room));
+    st.block = result_as_destination(st.direct);
+    return apply(self, st.rules->on_destination(true));
+  }
   auto seq = st.get_seq;
   // get_pinned hands its block to the caller: never the shared warm one.
   bool warm_ok = a.for_get && st.into != transfer::into::pinned_result;

@@ -22,6 +22,10 @@ struct consumer_config {
   // This node has an RDMA registry (UCX) and its kill switch is off.
   bool rdma_configured = false;
   bool rdma_enabled = true;
+  // A plain get's GET lands straight in the result buffer instead of a
+  // registered block that is then copied out (set when no transport needs
+  // registered local memory: ucx_context::registers_without_pinning).
+  bool get_into_result = false;
 };
 
 } // namespace ferry

@@ -253,9 +253,75 @@ caf::expected<data_handle> stage_in_region(owner_ptr self,
   return h;
 }
 
-/// Stages bytes in registered memory (one copy, off this thread) when it
-/// can, else in plain memory with the reason counted. `may_map` false uses
-/// arenas already mapped only (transparent staging never maps one).
+/// Asks the pool to unregister an in-place region once the slot staged in
+/// it lets go of its view (the pool frees the bytes after the unmap).
+class unregister_when_released {
+public:
+  unregister_when_released(arena_pool_actor pool, external_region_ptr region,
+                           uint64_t timeout_ms)
+    : pool_(std::move(pool)), region_(std::move(region)), timeout_ms_(timeout_ms) {}
+  unregister_when_released(const unregister_when_released&) = delete;
+  unregister_when_released& operator=(const unregister_when_released&) = delete;
+  ~unregister_when_released() {
+    caf::anon_send(pool_, region_unregister_atom::value, std::move(region_), timeout_ms_);
+  }
+
+private:
+  arena_pool_actor pool_;
+  external_region_ptr region_;
+  uint64_t timeout_ms_;
+};
+
+/// Registers a large payload where it lies (a region that owns the bytes)
+/// and stages it there: no copy. Refused registrations (the budget) stage
+/// it in plain memory with the reason counted.
+caf::result<data_handle> stage_in_place(owner_ptr self, byte_buffer& bytes,
+                                        uint64_t ttl_ms) {
+  auto* data = bytes.data();
+  auto size = static_cast<uint64_t>(bytes.size());
+  auto region = std::make_shared<external_region>(data, size, std::move(bytes));
+  auto rp = self->make_response_promise<data_handle>();
+  auto pool = self->state.rdma.pool;
+  auto timeout = self->state.cfg.request_timeout;
+  self->request(pool, timeout, region_register_atom::value, region)
+    .then(
+      [=](uint64_t) mutable {
+        // The slot is the region's only user: a pinned slot over a view
+        // that keeps the region anchored and, once the slot lets it go,
+        // unregisters it. Like an arena slot, the shutdown drain demotes it.
+        auto anchor = region->try_anchor();
+        auto keep = std::make_shared<unregister_when_released>(
+          pool, region, static_cast<uint64_t>(timeout.count()));
+        if (!anchor) {
+          rp.deliver(make_error(errc::draining, "the node is shutting down"));
+          return;
+        }
+        auto view = std::make_shared<pinned_block>(
+          region->data(), size, region->address(), region->rkey(), region->generation(),
+          [anchor, keep] {});
+        std::optional<slot_store::duration> ttl;
+        if (ttl_ms > 0)
+          ttl = std::chrono::milliseconds{ttl_ms};
+        auto h = self->state.store.register_pinned(std::move(view), size, now(self), ttl);
+        arm_reaper_if_needed(self);
+        update_gauges(self);
+        rp.deliver(h);
+      },
+      [=](caf::error& err) mutable {
+        count_path(self, is(err, errc::budget_exhausted) ? path_reason::budget
+                                                          : path_reason::pool_exhausted);
+        rp.deliver(stage_plain(self, region->take_unregistered_owned(), ttl_ms));
+      });
+  return rp;
+}
+
+/// Stages bytes in registered memory when it can, else in plain memory
+/// with the reason counted, copying them (off this thread) into an arena
+/// block. `may_map` false is the messenger's transparent staging: it uses
+/// arenas already mapped only, and registers a payload of
+/// register_in_place_min or more where it lies instead (no copy; a
+/// transparent payload is read once, so the one-sided reads an arena
+/// allows matter less than the pass the copy costs).
 caf::result<data_handle> stage_pinned(owner_ptr self, byte_buffer& bytes,
                                       uint64_t ttl_ms, bool may_map) {
   const auto& cfg = self->state.cfg;
@@ -266,6 +332,9 @@ caf::result<data_handle> stage_pinned(owner_ptr self, byte_buffer& bytes,
     count_path(self, path_reason::kill_switch);
     return stage_plain(self, std::move(bytes), ttl_ms);
   }
+  if (!may_map && cfg.register_in_place_min > 0
+      && bytes.size() >= cfg.register_in_place_min)
+    return stage_in_place(self, bytes, ttl_ms);
   auto rp = self->make_response_promise<data_handle>();
   auto shared = std::make_shared<byte_buffer>(std::move(bytes));
   self

@@ -41,6 +41,11 @@ struct owner_config {
   bool rdma_configured = false;                     // an RDMA registry exists
   bool rdma_enabled = true;                         // the kill switch is off
   uint64_t rdma_min_bytes = 64 * 1024;              // smaller pinned slots answer chunked
+  // A transparently staged payload (register_pinned without may_map) of at
+  // least this many bytes is registered where it lies (no copy into an
+  // arena); 0: always copied. The node sets it only where registering
+  // memory pins nothing (ucx_context::registers_without_pinning).
+  uint64_t register_in_place_min = 0;
   std::chrono::milliseconds lease_timeout{30000};   // RDMA lease deadline
   std::chrono::milliseconds request_timeout{10000}; // bound on its own requests
   std::chrono::milliseconds transfer_timeout{300000}; // bound on a bulk copy

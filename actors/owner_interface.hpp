@@ -33,7 +33,9 @@ using owner_actor = caf::typed_actor<
   // memory with the reason counted; never fails.
   caf::replies_to<register_pinned_atom, byte_buffer, uint64_t>::with<data_handle>,
   // The same with `may_map`: false uses arenas already mapped only (the
-  // messenger's transparent staging: a send never maps an arena).
+  // messenger's transparent staging: a send never maps an arena), and
+  // registers a payload of owner_config::register_in_place_min or more
+  // where it lies, with no copy (it is unregistered when its slot goes).
   caf::replies_to<register_pinned_atom, byte_buffer, uint64_t, bool>::with<data_handle>,
   // Stages [offset, offset + len) of a registered external region with no
   // copy: (region, offset, len, ttl_ms). Errors: errc::invalid_argument for

@@ -75,13 +75,16 @@ bool slot_store::finish_demotion(const demotion& d, byte_buffer bytes) {
   return true;
 }
 
-void slot_store::settle_demoted(slot& s) {
-  if (!s.read_by_gets)
-    return;
+bool slot_store::has_rdma_lease(const slot& s) {
   for (auto& [id, l] : s.leases)
     if (l.rdma)
-      return;
-  s.read_by_gets.reset();
+      return true;
+  return false;
+}
+
+void slot_store::settle_demoted(slot& s) {
+  if (s.read_by_gets && !has_rdma_lease(s))
+    s.read_by_gets.reset();
 }
 
 slot_store::slot* slot_store::find(const data_handle& h) {
@@ -362,7 +365,10 @@ slot_store::sweep_result slot_store::sweep(time_point now) {
   std::vector<uint64_t> expired_slots;
   std::vector<uint64_t> touched;
   for (auto& [id, s] : slots_) {
-    if (s.expires_at && *s.expires_at <= now) {
+    // A slot past its TTL waits for its RDMA leases (they have deadlines of
+    // their own): a GET may be reading its registered memory, which must
+    // not be unmapped under it.
+    if (s.expires_at && *s.expires_at <= now && !has_rdma_lease(s)) {
       expired_slots.push_back(id);
       continue;
     }

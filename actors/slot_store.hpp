@@ -10,7 +10,9 @@
 // - A slot is freed when its refcount is zero and no lease remains.
 // - A lease acquired with a deadline ends when no pull or renewal touches it
 //   within that time; a slot with a time-to-live is freed at its expiry with
-//   every lease on it. sweep(now) enforces both.
+//   every lease on it, once no RDMA lease is left on it (a GET may be
+//   reading its registered memory; those leases have deadlines of their
+//   own). sweep(now) enforces both.
 // - A slot is staged in plain memory, in a pinned (registered) block, or in
 //   a caller's external region (a block viewing the region, whose release
 //   drops the region's anchor); all serve chunks. Chunks of a region slot
@@ -93,7 +95,8 @@ public:
                                  std::optional<duration> ttl = std::nullopt);
 
   /// The shutdown drain moves every arena-pinned slot to plain memory
-  /// (region slots stay), in two steps so the copies can run elsewhere: the
+  /// (and a payload the owner registered in place: a pinned block too;
+  /// slots in a caller's region stay), in two steps so the copies can run elsewhere: the
   /// slots to demote, then each copy handed back. A slot released (or
   /// restaged) meanwhile keeps what it has; finish_demotion answers whether
   /// it took the copy. A slot with an RDMA lease out keeps its old block
@@ -209,6 +212,7 @@ private:
   void make_held(lease& l);
   /// Drops a demoted slot's old block once no RDMA lease can read it.
   static void settle_demoted(slot& s);
+  static bool has_rdma_lease(const slot& s);
 
   uint64_t worker_id_;
   uint64_t chunk_size_;

@@ -527,10 +527,12 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
     }
     if (!e->busy())
       continue;
-    if (!e->gets.empty()
+    if ((!e->gets.empty() || e->serving())
         && clock_type::now() - e->last_motion < spin_window) {
-      // A GET of ours moves: poll. Shared-memory transports move a large
-      // GET in fragments, one per progress call, and raise no event.
+      // A GET moves (ours, or a peer's that our worker serves: over an
+      // emulated transport each fragment needs our progress): poll.
+      // Shared-memory transports move a large GET in fragments, one per
+      // progress call, and raise no event.
       std::this_thread::yield();
       continue;
     }

@@ -8,6 +8,20 @@
 namespace ferry {
 
 byte_buffer warm_buffers::take(size_t size) {
+  auto out = take_kept(size);
+  out.clear();
+  return out;
+}
+
+byte_buffer warm_buffers::take_sized(size_t size) {
+  auto out = take_kept(size);
+  if (out.capacity() < size)
+    reserve_for_bulk(out, size);
+  out.resize(size); // shrinking, or growing what was never written
+  return out;
+}
+
+byte_buffer warm_buffers::take_kept(size_t size) {
   std::lock_guard<std::mutex> guard{mu_};
   auto best = kept_.end();
   for (auto i = kept_.begin(); i != kept_.end(); ++i)
@@ -29,7 +43,6 @@ void warm_buffers::give(byte_buffer&& buf) {
   auto cap = taken.capacity();
   if (cap < min_kept || cap > max_bytes_)
     return;
-  taken.clear();
   std::vector<byte_buffer> evicted; // freed after the lock is let go
   std::lock_guard<std::mutex> guard{mu_};
   while (kept_bytes_ + cap > max_bytes_) {

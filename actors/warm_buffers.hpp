@@ -40,8 +40,15 @@ public:
   /// fits, else an empty fresh one (no room).
   byte_buffer take(size_t size);
 
-  /// Keeps `buf` (its contents dropped) for a later take when it is large
-  /// and fits the bound, the oldest kept ones making room; else frees it.
+  /// A buffer of exactly `size` bytes whose contents are to be overwritten
+  /// (a GET's destination): the smallest kept one that fits, cut or grown
+  /// to `size` (a buffer kept at that size or larger is never zero-filled),
+  /// else a fresh one (asked for huge pages first, then zero-filled).
+  byte_buffer take_sized(size_t size);
+
+  /// Keeps `buf` for a later take when it is large and fits the bound, the
+  /// oldest kept ones making room; else frees it. Its bytes stay as they
+  /// are (take empties the buffer, take_sized overwrites it).
   void give(byte_buffer&& buf);
 
   size_t kept_bytes() const;
@@ -55,6 +62,7 @@ private:
   warm_buffer_metrics metrics_;
 
   void report_kept(); // with mu_ held
+  byte_buffer take_kept(size_t size); // the smallest that fits, or empty
 };
 
 } // namespace ferry

@@ -2,9 +2,10 @@
 // the owner peer's ferry.checksum handler with the payload, and its small
 // reply (the payload's size and checksum, which the run verifies).
 //   staged: the messenger's default staging threshold, so a payload above
-//           256 KiB goes by handle: staged here in an arena mapped at start
-//           (a send never maps one), fetched by the peer over the RDMA path
-//           (shared memory), released after the fetch
+//           256 KiB goes by handle: staged here (from 1 MiB registered where
+//           it lies, below that copied into an arena mapped at start: a send
+//           never maps one), fetched by the peer over the RDMA path (shared
+//           memory) into a warm buffer, released after the fetch
 //   inline: a threshold above every size, so the payload rides in the call
 //           message itself, as CAF serializes it
 // The payload is copied for each run outside the clock (a call takes its

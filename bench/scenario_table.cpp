@@ -114,7 +114,8 @@ std::vector<scenario_entry> build() {
         chunked(chunked_mode::into)),
     // -- ferry: RDMA path ------------------------------------------------
     row("ferry_rdma_sm", "get over the RDMA path, shared memory (warm pair)",
-        "ucx_get_raw_sm + the acquire round trip + copying out the result",
+        "ucx_get_raw_sm + the acquire round trip + faulting in the fresh result "
+        "(the GET lands in it)",
         rdma(ucx_transport::sm, rdma_mode::warm), no_ucx),
     with(row("ferry_rdma_sm_cold", "the first RDMA get on a fresh pair, shared memory",
              "as ferry_rdma_sm, plus lookup and UCX wire-up of a fresh endpoint",
@@ -126,7 +127,8 @@ std::vector<scenario_entry> build() {
              rdma(ucx_transport::sm, rdma_mode::cold_eager), no_ucx),
          size_kind::all, repeat_kind::cold),
     row("ferry_rdma_tcp", "get over the RDMA path, UCX over tcp on lo (warm pair)",
-        "ucx_get_raw_tcp + the acquire round trip + copying out the result",
+        "ucx_get_raw_tcp + the acquire round trip + faulting in the fresh result "
+        "(the GET lands in it)",
         rdma(ucx_transport::tcp, rdma_mode::warm), no_ucx),
     with(row("ferry_rdma_tcp_cold", "the first RDMA get on a fresh pair, UCX over tcp",
              "as ferry_rdma_tcp, plus lookup and UCX wire-up of a fresh endpoint",
@@ -145,8 +147,9 @@ std::vector<scenario_entry> build() {
     // -- ferry: messenger ------------------------------------------------------
     row("ferry_messenger_staged",
         "a unary call to ferry.checksum; above 256 KiB the payload goes by handle",
-        "staging copy + ferry_rdma_sm's GET + the copy-out into a warm buffer + "
-        "the handler's checksum + two control messages",
+        "registering the payload in place + an emulated GET (the peer's worker "
+        "serves it) into a warm buffer + the handler's checksum + the control "
+        "messages",
         messenger(true), no_ucx),
     row("ferry_messenger_inline", "the same call with the payload inline at every size",
         "caf_inline (one CAF message carries the payload)", messenger(false), no_ucx),

@@ -96,6 +96,14 @@ bool ucx_context::prefers_ucx_allocation() const noexcept {
   return has_transport("posix") || has_transport("sysv") || has_transport("xpmem");
 }
 
+bool ucx_context::registers_without_pinning() const noexcept {
+  for (const auto& t : transports_)
+    if (t.name != "self" && t.name != "tcp" && t.name != "posix" && t.name != "sysv"
+        && t.name != "cma" && t.name != "knem" && t.name != "xpmem")
+      return false;
+  return !transports_.empty();
+}
+
 std::string ucx_context::describe_transports() const {
   std::string out;
   for (const auto& t : transports_) {

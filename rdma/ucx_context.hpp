@@ -67,6 +67,10 @@ public:
   /// then read one-sided by a peer on the same host (a memcpy on its side,
   /// no progress needed here). Arenas should be allocated that way then.
   bool prefers_ucx_allocation() const noexcept;
+  /// True when no transport pins what it registers (shared memory, tcp,
+  /// self): registering memory in place costs microseconds, and a GET may
+  /// land in plain memory (a result buffer). A NIC transport would pin it.
+  bool registers_without_pinning() const noexcept;
 
   /// Size UCX reserves in front of each request (UCP_ATTR_FIELD_REQUEST_SIZE).
   std::size_t request_size() const noexcept { return request_size_; }

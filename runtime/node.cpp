@@ -151,6 +151,10 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
 
   auto ocfg = cfg_.owner_config();
   ocfg.rdma_configured = has_ucx();
+  // Registering in place costs microseconds where nothing is pinned; a
+  // copy into an arena costs a pass over the payload.
+  if (has_ucx() && ucx_->registers_without_pinning())
+    ocfg.register_in_place_min = cfg_.register_in_place_min;
   ctx_ = std::make_shared<node_context>();
   ctx_->worker_id = worker_id_;
   ctx_->request_timeout = cfg_.request_timeout();
@@ -195,6 +199,8 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   cc.peers = std::move(directory);
   cc.cfg = cfg_.consumer_config();
   cc.cfg.rdma_configured = has_ucx();
+  cc.cfg.get_into_result =
+    cfg_.gets_into_result && has_ucx() && ucx_->registers_without_pinning();
   cc.metrics = consumer_metrics_.get();
   cc.reader = make_node_rdma_reader(pool_, engine_);
   cc.rdma = rdma_metrics_.get();

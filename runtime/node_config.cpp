@@ -22,6 +22,7 @@ ferry::owner_config node_config::owner_config() const {
   c.lease_timeout = effective_lease_timeout();
   c.request_timeout = request_timeout();
   c.transfer_timeout = transfer_timeout();
+  c.register_in_place_min = 0; // the node sets it once UCX is up
   c.stall_pulls_from = test_stall_pulls_from;
   c.test_descriptor_fault = test_descriptor_fault;
   return c;

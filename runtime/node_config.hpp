@@ -54,6 +54,15 @@ struct node_config {
   // Large buffers a finished handler gives back, kept warm for the next
   // fetched payload (actors/warm_buffers.hpp); 0 keeps none.
   uint64_t warm_buffer_bytes = 256 * MiB;
+  // A transparently staged payload of at least this many bytes is
+  // registered where it lies instead of copied into an arena, where
+  // registering memory pins nothing (shared memory, tcp); 0: always copied.
+  uint64_t register_in_place_min = 1 * MiB;
+  // A plain get's GET lands in its result buffer instead of a registered
+  // block copied out afterwards, where the transports allow it (not on a
+  // NIC, which would pin the buffer per GET). Off only in tests of the
+  // registered destination.
+  bool gets_into_result = true;
 
   // -- RDMA path ---------------------------------------------------------------
   bool ucx = true;          // add the UCX transport (the RDMA registry) if built

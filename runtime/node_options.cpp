@@ -28,6 +28,11 @@ void add_client_options(CLI::App& app, node_config& cfg) {
                  "Large payload buffers kept warm for the next fetched payload "
                  "(0: none)")
     ->capture_default_str();
+  app.add_option("--register-in-place-min", cfg.register_in_place_min,
+                 "Messenger payloads staged by handle with at least this many bytes "
+                 "are registered where they lie, not copied into an arena (shared "
+                 "memory and tcp only; 0: always copied)")
+    ->capture_default_str();
   app.add_option("--log-level", cfg.log_level,
                  "trace, debug, info, warn, error or off")
     ->capture_default_str();

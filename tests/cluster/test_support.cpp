@@ -257,12 +257,22 @@ double series_value(const std::string& text, const std::string& series) {
 }
 
 double registry_value(prometheus::Registry& registry, const std::string& name) {
+  return registry_value(registry, name, "", "");
+}
+
+double registry_value(prometheus::Registry& registry, const std::string& name,
+                      const std::string& label, const std::string& value) {
   double sum = 0;
   for (auto& family : registry.Collect()) {
     if (family.name != name)
       continue;
-    for (auto& m : family.metric)
-      sum += m.counter.value + m.gauge.value;
+    for (auto& m : family.metric) {
+      bool wanted = label.empty();
+      for (auto& l : m.label)
+        wanted = wanted || (l.name == label && l.value == value);
+      if (wanted)
+        sum += m.counter.value + m.gauge.value;
+    }
   }
   return sum;
 }

@@ -99,6 +99,10 @@ double series_value(const std::string& text, const std::string& series);
 /// The sum of a series' values in a registry, over all label sets.
 double registry_value(prometheus::Registry& registry, const std::string& name);
 
+/// The same over the label sets with `label` = `value` only.
+double registry_value(prometheus::Registry& registry, const std::string& name,
+                      const std::string& label, const std::string& value);
+
 /// A deterministic payload of n bytes.
 byte_buffer payload(size_t n, uint64_t seed = 1);
 

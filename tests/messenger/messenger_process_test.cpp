@@ -98,6 +98,13 @@ uint64_t sum(const byte_buffer& b) {
   return checksum64(b.data(), b.size());
 }
 
+/// The checksum as ferry.checksum writes it in its reply's headers.
+std::string hex_checksum(const byte_buffer& b) {
+  char hex[19];
+  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum(b)));
+  return hex;
+}
+
 } // namespace
 
 // -- transparent staging -------------------------------------------------------------------
@@ -129,10 +136,8 @@ TEST_F(Messenger, A64MiBCallGoesByHandleAndItsHandlerSeesThePlainBytes) {
   auto bytes = test::payload(64 * MiB, 7);
   auto reply = m->call(peer_id, checksum_handler, bytes, {}, 60s);
   ASSERT_TRUE(reply) << describe(reply.error());
-  char hex[19];
-  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum(bytes)));
   EXPECT_EQ(reply->hdrs["bytes"], std::to_string(64 * MiB));
-  EXPECT_EQ(reply->hdrs["checksum"], hex);
+  EXPECT_EQ(reply->hdrs["checksum"], hex_checksum(bytes));
   EXPECT_EQ(reply->hdrs.count(messenger::handle_header), 0u);
   EXPECT_EQ(local_metric("ferry_messenger_staged_payloads_total"), 1);
   EXPECT_EQ(peer_metric("ferry_messenger_fetches_total{result=\"ok\"}"), 1);
@@ -144,10 +149,8 @@ void call_checksums(Messenger& t, const std::vector<size_t>& sizes) {
     auto bytes = test::payload(sizes[i], 40 + i);
     auto reply = t.m->call(t.peer_id, checksum_handler, bytes, {}, 60s);
     ASSERT_TRUE(reply) << describe(reply.error());
-    char hex[19];
-    std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum(bytes)));
     EXPECT_EQ(reply->hdrs["bytes"], std::to_string(sizes[i])) << i;
-    EXPECT_EQ(reply->hdrs["checksum"], hex) << i;
+    EXPECT_EQ(reply->hdrs["checksum"], hex_checksum(bytes)) << i;
   }
 }
 
@@ -193,29 +196,49 @@ TEST_F(Messenger, ForwardedStagingHeadersNeverReachAHandlerOrTheWire) {
   EXPECT_TRUE(md) << describe(md.error());
 }
 
-TEST_F(Messenger, TheTransparentStagerUsesMappedArenasOnlyAndNeverMapsOne) {
+TEST_F(Messenger, TheTransparentStagerNeverMapsAnArenaAndRegistersLargePayloadsInPlace) {
   start();
   if (!local->has_ucx())
     GTEST_SKIP() << "no UCX on this machine";
+  auto& reg = local->metrics_registry();
   auto arenas = [&] {
-    return test::registry_value(local->metrics_registry(), "ferry_rdma_registrations_total");
+    return test::registry_value(reg, "ferry_rdma_registrations_total", "kind", "arena");
   };
-  auto bytes = test::payload(2 * MiB, 4);
-  auto first = m->call(peer_id, checksum_handler, bytes, {}, 30s);
+  auto in_place = [&] {
+    return test::registry_value(reg, "ferry_rdma_registrations_total", "kind", "external");
+  };
+  auto by_rdma = [&] { return local->paths().value(transfer_path::rdma, path_reason::ok); };
+  // 2 MiB (at least register_in_place_min): registered where it lies and
+  // read by RDMA, no arena mapped; the registration goes once it was read.
+  auto big = test::payload(2 * MiB, 4);
+  auto first = m->call(peer_id, checksum_handler, big, {}, 30s);
   ASSERT_TRUE(first) << describe(first.error());
+  EXPECT_EQ(first->hdrs["checksum"], hex_checksum(big));
   EXPECT_EQ(arenas(), 0) << "a send mapped an arena";
-  // One explicit pinned registration maps the first arena; transparent
-  // payloads use it from then on.
+  EXPECT_EQ(in_place(), 1);
+  EXPECT_EQ(by_rdma(), 1);
+  EXPECT_TRUE(eventually([&] {
+    return test::registry_value(reg, "ferry_rdma_live_regions") == 0
+           && test::registry_value(reg, "ferry_rdma_registered_bytes") == 0;
+  }));
+  // 512 KiB (staged, but copied): with no arena mapped it stays in plain
+  // memory; once an explicit pinned registration mapped one, it uses that.
+  auto mid = test::payload(512 * KiB, 5);
+  auto plain = m->call(peer_id, checksum_handler, mid, {}, 30s);
+  ASSERT_TRUE(plain) << describe(plain.error());
+  EXPECT_EQ(plain->hdrs["checksum"], hex_checksum(mid));
+  EXPECT_EQ(arenas(), 0) << "a send mapped an arena";
+  EXPECT_EQ(by_rdma(), 1) << "plain memory answers chunked";
   blocking_client client{*local};
   ASSERT_TRUE(client.register_data_pinned(test::payload(4096, 1)));
   auto mapped = arenas();
   EXPECT_GE(mapped, 1);
-  auto second = m->call(peer_id, checksum_handler, bytes, {}, 30s);
-  ASSERT_TRUE(second) << describe(second.error());
-  EXPECT_EQ(second->hdrs["checksum"], first->hdrs["checksum"]);
+  auto pinned = m->call(peer_id, checksum_handler, mid, {}, 30s);
+  ASSERT_TRUE(pinned) << describe(pinned.error());
+  EXPECT_EQ(pinned->hdrs["checksum"], hex_checksum(mid));
   EXPECT_EQ(arenas(), mapped) << "a send mapped an arena";
-  EXPECT_EQ(local->paths().value(transfer_path::rdma, path_reason::ok), 1)
-    << "the second payload was staged in the mapped arena and read by RDMA";
+  EXPECT_EQ(in_place(), 1) << "512 KiB is copied, not registered in place";
+  EXPECT_EQ(by_rdma(), 2) << "the payload was staged in the mapped arena and read by RDMA";
 }
 
 // -- deadlines and leftovers ---------------------------------------------------------------------

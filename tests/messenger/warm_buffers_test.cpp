@@ -34,6 +34,28 @@ TEST(MessengerWarmBuffers, AGivenBufferIsTakenAgainEmptyWithItsRoom) {
   EXPECT_EQ(warm.kept_bytes(), 0u);
 }
 
+TEST(MessengerWarmBuffers, TakeSizedReusesAKeptBufferWithoutFillingIt) {
+  // A GET's destination: the bytes are overwritten, so a kept buffer is
+  // only cut to size (what it held stays, proof that nothing zero-filled
+  // it); a fresh one is zero-filled.
+  warm_buffers warm{256 * MiB};
+  byte_buffer b(16 * MiB, 'p');
+  const char* memory = b.data();
+  warm.give(std::move(b));
+  auto again = warm.take_sized(12 * MiB);
+  EXPECT_EQ(again.data(), memory);
+  ASSERT_EQ(again.size(), 12 * MiB);
+  EXPECT_EQ(again.front(), 'p');
+  EXPECT_EQ(again.back(), 'p');
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+  auto fresh = warm.take_sized(5 * MiB);
+  ASSERT_EQ(fresh.size(), 5 * MiB);
+  EXPECT_EQ(fresh.back(), 0);
+  // take() still hands out an empty buffer, whatever it held.
+  warm.give(std::move(again));
+  EXPECT_TRUE(warm.take(8 * MiB).empty());
+}
+
 TEST(MessengerWarmBuffers, TakeGivesTheSmallestThatFitsOrAFreshOne) {
   warm_buffers warm{256 * MiB};
   warm.give(with_capacity(32 * MiB));

@@ -36,6 +36,7 @@ namespace {
 constexpr uint64_t MiB_ = 1024 * 1024;
 
 struct RdmaWarm : ::testing::TestWithParam<std::string> {
+  bool gets_into_result = true; // the node's default on these transports
   void SetUp() override {
     setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
     setenv("UCX_NET_DEVICES", "lo", 1);
@@ -45,6 +46,7 @@ struct RdmaWarm : ::testing::TestWithParam<std::string> {
     node_config c;
     c.listen = false;
     c.request_timeout_ms = 30000;
+    c.gets_into_result = gets_into_result;
     local = std::make_unique<node>(c);
     ASSERT_FALSE(local->start());
     auto hello = local->connect(owner->endpoint());
@@ -141,7 +143,31 @@ TEST_P(RdmaWarm, RepeatedGetsFromOneArenaUnpackItsKeyOnce) {
   EXPECT_EQ(cache("entries"), 1u);
 }
 
-TEST_P(RdmaWarm, RepeatedLargeGetsReuseTheKeyAndTheWarmDestination) {
+TEST_P(RdmaWarm, RepeatedLargeGetsLandInTheirResultAndReuseTheKey) {
+  // 64 MiB, a dedicated arena on the owner; each GET lands in the result
+  // buffer it returns (no registered destination, nothing to copy out).
+  auto big = test::payload(64 * MiB_, 3);
+  auto h = stage(big);
+  get_and_check(h, big);
+  get_and_check(h, big);
+  get_and_check(h, big);
+  auto s = engine_stat();
+  EXPECT_EQ(s["rkey_cache"]["unpacks"], 1u);
+  EXPECT_EQ(s["rkey_cache"]["hits"], 2u);
+  EXPECT_EQ(s["warm_destination"]["kept"], 0u) << s.dump();
+  EXPECT_EQ(s["warm_destination"]["held_bytes"], 0u);
+}
+
+/// As on a NIC, where a GET's destination must be registered memory.
+struct RdmaWarmRegistered : RdmaWarm {
+  RdmaWarmRegistered() { gets_into_result = false; }
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, RdmaWarmRegistered,
+                         ::testing::Values("tcp", "sm", "posix"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(RdmaWarmRegistered, RepeatedLargeGetsReuseTheKeyAndTheWarmDestination) {
   // 64 MiB: a dedicated arena on both sides.
   auto big = test::payload(64 * MiB_, 3);
   auto h = stage(big);

@@ -381,6 +381,57 @@ TEST_F(SlotStore, ADemotedSlotKeepsItsBlockWhileAGetMayReadIt) {
   }
 }
 
+TEST_F(SlotStore, DemotionLetsGoOfAPayloadRegisteredInPlace) {
+  // The owner stages a payload registered in place as a pinned block over
+  // a region that owns the bytes, the block holding the region's anchor:
+  // the drain copies it out like an arena slot and the region is free to go.
+  auto payload = bytes_of(40);
+  byte_buffer buffer = payload;
+  char* data = buffer.data(); // a moved vector keeps its memory
+  auto region = std::make_shared<external_region>(data, 40, std::move(buffer));
+  auto anchor = region->try_anchor();
+  auto view = std::make_shared<pinned_block>(data, 40, region->address(),
+                                             std::make_shared<std::vector<uint8_t>>(), 1,
+                                             [anchor] {});
+  anchor.reset();
+  auto h = store.register_pinned(std::move(view), 40, t0);
+  EXPECT_EQ(region->in_flight(), 1u);
+  auto plan = store.plan_demotion();
+  ASSERT_EQ(plan.size(), 1u);
+  for (auto& d : plan)
+    ASSERT_TRUE(store.finish_demotion(d, byte_buffer(d.block->data(), d.block->data() + d.len)));
+  plan.clear();
+  EXPECT_EQ(region->in_flight(), 0u) << "the slot let go of the region";
+  EXPECT_FALSE(store.metadata(h)->pinned);
+  auto ready = store.acquire(h, t0);
+  ASSERT_TRUE(ready);
+  byte_buffer out;
+  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
+    auto c = store.pull(ready->transfer_id, i, t0);
+    ASSERT_TRUE(c);
+    out.insert(out.end(), c->data(), c->data() + c->size());
+  }
+  EXPECT_EQ(out, payload);
+}
+
+TEST_F(SlotStore, ATimeToLiveWaitsForTheSlotsRdmaLeases) {
+  bool released = false;
+  byte_buffer backing(bytes_of(10));
+  auto h = store.register_pinned(block_over(backing, [&] { released = true; }), 10, t0,
+                                 std::chrono::milliseconds{100});
+  auto grant = store.acquire_rdma(h, t0, 1s);
+  ASSERT_TRUE(grant);
+  grant->block.reset();
+  auto swept = store.sweep(t0 + 500ms); // past the TTL, the GET's lease is live
+  EXPECT_EQ(swept.slots_expired, 0u);
+  EXPECT_FALSE(released) << "a GET may still read it";
+  swept = store.sweep(t0 + 2s); // the silent lease is reaped first
+  EXPECT_EQ(swept.rdma_leases_reaped, 1u);
+  swept = store.sweep(t0 + 2s);
+  EXPECT_TRUE(released);
+  EXPECT_EQ(store.current_stats().slots, 0u);
+}
+
 TEST_F(SlotStore, HeldLeaseKeepsNoDeadlineOnEitherPath) {
   byte_buffer backing(4096);
   auto block = block_over(backing);
