@@ -102,6 +102,16 @@ struct RdmaWarm : ::testing::TestWithParam<std::string> {
     return out;
   }
 
+  /// Three gets of one 64 MiB payload staged on the owner, bytes checked;
+  /// the engine's stat after them.
+  nlohmann::json three_large_gets() {
+    auto big = test::payload(64 * MiB_, 3);
+    auto h = stage(big);
+    for (int i = 0; i < 3; ++i)
+      get_and_check(h, big);
+    return engine_stat();
+  }
+
   nlohmann::json engine_stat() {
     caf::scoped_actor self{local->system()};
     nlohmann::json out;
@@ -146,12 +156,7 @@ TEST_P(RdmaWarm, RepeatedGetsFromOneArenaUnpackItsKeyOnce) {
 TEST_P(RdmaWarm, RepeatedLargeGetsLandInTheirResultAndReuseTheKey) {
   // 64 MiB, a dedicated arena on the owner; each GET lands in the result
   // buffer it returns (no registered destination, nothing to copy out).
-  auto big = test::payload(64 * MiB_, 3);
-  auto h = stage(big);
-  get_and_check(h, big);
-  get_and_check(h, big);
-  get_and_check(h, big);
-  auto s = engine_stat();
+  auto s = three_large_gets();
   EXPECT_EQ(s["rkey_cache"]["unpacks"], 1u);
   EXPECT_EQ(s["rkey_cache"]["hits"], 2u);
   EXPECT_EQ(s["warm_destination"]["kept"], 0u) << s.dump();
@@ -169,12 +174,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, RdmaWarmRegistered,
 
 TEST_P(RdmaWarmRegistered, RepeatedLargeGetsReuseTheKeyAndTheWarmDestination) {
   // 64 MiB: a dedicated arena on both sides.
-  auto big = test::payload(64 * MiB_, 3);
-  auto h = stage(big);
-  get_and_check(h, big);
-  get_and_check(h, big);
-  get_and_check(h, big);
-  auto s = engine_stat();
+  auto s = three_large_gets();
   EXPECT_EQ(s["rkey_cache"]["unpacks"], 1u);
   EXPECT_EQ(s["rkey_cache"]["hits"], 2u);
   EXPECT_EQ(s["warm_destination"]["kept"], 3u) << s.dump();

@@ -29,6 +29,22 @@ pinned_ptr block_over(byte_buffer& backing, std::function<void()> on_free = null
                                         std::move(on_free));
 }
 
+/// Pulls every chunk of an acquired transfer in order: the bytes (empty,
+/// with a failure recorded, when a pull fails).
+byte_buffer pull_chunks(slot_store& store, const rv_ready& ready,
+                        slot_store::time_point now) {
+  byte_buffer out;
+  for (uint64_t i = 0; i < ready.chunk_count; ++i) {
+    auto c = store.pull(ready.transfer_id, i, now);
+    if (!c) {
+      ADD_FAILURE() << "pull " << i << ": " << describe(c.error());
+      return {};
+    }
+    out.insert(out.end(), c->data(), c->data() + c->size());
+  }
+  return out;
+}
+
 struct SlotStore : ::testing::Test {
   slot_store store{worker, 4}; // tiny chunks to exercise boundaries
   slot_store::time_point t0 = slot_store::clock_type::now();
@@ -218,12 +234,8 @@ TEST_F(SlotStore, PinnedSlotsServeChunksToo) {
   EXPECT_TRUE(md->pinned);
   EXPECT_EQ(md->total_len, 10u);
   auto ready = store.acquire(h, t0);
-  byte_buffer out;
-  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
-    auto c = store.pull(ready->transfer_id, i, t0);
-    out.insert(out.end(), c->data(), c->data() + c->size());
-  }
-  EXPECT_EQ(out, payload);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(pull_chunks(store, *ready, t0), payload);
   auto again = store.acquire(h, t0);
   ASSERT_TRUE(again);
   auto in_flight = store.pull(again->transfer_id, 0, t0); // e.g. queued in CAF
@@ -294,13 +306,8 @@ TEST_F(SlotStore, RegionSlotsCopyChunksUnderTheCopyGate) {
   EXPECT_TRUE(store.metadata(h)->pinned);
   auto ready = store.acquire(h, t0);
   ASSERT_TRUE(ready);
-  byte_buffer out;
-  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
-    auto c = store.pull(ready->transfer_id, i, t0);
-    ASSERT_TRUE(c);
-    out.insert(out.end(), c->data(), c->data() + c->size());
-  }
-  EXPECT_EQ(out, byte_buffer(memory.begin() + 5, memory.begin() + 15));
+  EXPECT_EQ(pull_chunks(store, *ready, t0),
+            byte_buffer(memory.begin() + 5, memory.begin() + 15));
   auto second = store.acquire(h, t0);
   ASSERT_TRUE(second);
   region->latch();
@@ -341,12 +348,8 @@ TEST_F(SlotStore, DemotionCopiesArenaSlotsAndLeavesRegionSlots) {
   EXPECT_TRUE(store.metadata(in_region)->pinned);
   std::fill(backing.begin(), backing.end(), 0); // the old block is gone
   auto ready = store.acquire(pinned, t0);
-  byte_buffer out;
-  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
-    auto c = store.pull(ready->transfer_id, i, t0);
-    out.insert(out.end(), c->data(), c->data() + c->size());
-  }
-  EXPECT_EQ(out, payload);
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(pull_chunks(store, *ready, t0), payload);
 }
 
 TEST_F(SlotStore, ADemotedSlotKeepsItsBlockWhileAGetMayReadIt) {
@@ -405,13 +408,7 @@ TEST_F(SlotStore, DemotionLetsGoOfAPayloadRegisteredInPlace) {
   EXPECT_FALSE(store.metadata(h)->pinned);
   auto ready = store.acquire(h, t0);
   ASSERT_TRUE(ready);
-  byte_buffer out;
-  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
-    auto c = store.pull(ready->transfer_id, i, t0);
-    ASSERT_TRUE(c);
-    out.insert(out.end(), c->data(), c->data() + c->size());
-  }
-  EXPECT_EQ(out, payload);
+  EXPECT_EQ(pull_chunks(store, *ready, t0), payload);
 }
 
 TEST_F(SlotStore, ATimeToLiveWaitsForTheSlotsRdmaLeases) {
