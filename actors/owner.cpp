@@ -210,15 +210,39 @@ std::chrono::milliseconds reaper_period(const owner_config& cfg) {
   return period;
 }
 
-/// Stages bytes in plain memory.
-data_handle stage_plain(owner_ptr self, byte_buffer bytes, uint64_t ttl_ms) {
-  std::optional<slot_store::duration> ttl;
-  if (ttl_ms > 0)
-    ttl = std::chrono::milliseconds{ttl_ms};
-  auto h = self->state.store.register_data(std::move(bytes), now(self), ttl);
+/// A time-to-live in ms as the store takes it (0: none).
+std::optional<slot_store::duration> ttl_of(uint64_t ttl_ms) {
+  if (ttl_ms == 0)
+    return std::nullopt;
+  return std::chrono::milliseconds{ttl_ms};
+}
+
+/// After a slot was added: the reaper armed if it has work, the gauges.
+data_handle staged(owner_ptr self, data_handle h) {
   arm_reaper_if_needed(self);
   update_gauges(self);
   return h;
+}
+
+/// Stages bytes in plain memory.
+data_handle stage_plain(owner_ptr self, byte_buffer bytes, uint64_t ttl_ms) {
+  return staged(self, self->state.store.register_data(std::move(bytes), now(self),
+                                                      ttl_of(ttl_ms)));
+}
+
+/// Stages `len` bytes of a pinned block (an arena block, or a payload
+/// registered in place).
+data_handle stage_block(owner_ptr self, pinned_ptr block, uint64_t len, uint64_t ttl_ms) {
+  return staged(self, self->state.store.register_pinned(std::move(block), len, now(self),
+                                                        ttl_of(ttl_ms)));
+}
+
+/// The pool refused registered memory: plain memory, the reason counted.
+data_handle stage_refused(owner_ptr self, const caf::error& why, byte_buffer bytes,
+                          uint64_t ttl_ms) {
+  count_path(self, is(why, errc::budget_exhausted) ? path_reason::budget
+                                                    : path_reason::pool_exhausted);
+  return stage_plain(self, std::move(bytes), ttl_ms);
 }
 
 /// Stages a range of a caller's registered region with no copy: the slot
@@ -242,15 +266,9 @@ caf::expected<data_handle> stage_in_region(owner_ptr self,
   auto view = std::make_shared<pinned_block>(
     region->data() + offset, len, region->address() + offset, region->rkey(),
     region->generation(), [anchor] {});
-  std::optional<slot_store::duration> ttl;
-  if (ttl_ms > 0)
-    ttl = std::chrono::milliseconds{ttl_ms};
-  auto h = self->state.store.register_in_region(std::move(view),
-                                                std::move(region), offset, len,
-                                                now(self), ttl);
-  arm_reaper_if_needed(self);
-  update_gauges(self);
-  return h;
+  return staged(self, self->state.store.register_in_region(std::move(view),
+                                                          std::move(region), offset,
+                                                          len, now(self), ttl_of(ttl_ms)));
 }
 
 /// Asks the pool to unregister an in-place region once the slot staged in
@@ -299,18 +317,10 @@ caf::result<data_handle> stage_in_place(owner_ptr self, byte_buffer& bytes,
         auto view = std::make_shared<pinned_block>(
           region->data(), size, region->address(), region->rkey(), region->generation(),
           [anchor, keep] {});
-        std::optional<slot_store::duration> ttl;
-        if (ttl_ms > 0)
-          ttl = std::chrono::milliseconds{ttl_ms};
-        auto h = self->state.store.register_pinned(std::move(view), size, now(self), ttl);
-        arm_reaper_if_needed(self);
-        update_gauges(self);
-        rp.deliver(h);
+        rp.deliver(stage_block(self, std::move(view), size, ttl_ms));
       },
       [=](caf::error& err) mutable {
-        count_path(self, is(err, errc::budget_exhausted) ? path_reason::budget
-                                                          : path_reason::pool_exhausted);
-        rp.deliver(stage_plain(self, region->take_unregistered_owned(), ttl_ms));
+        rp.deliver(stage_refused(self, err, region->take_unregistered_owned(), ttl_ms));
       });
   return rp;
 }
@@ -344,14 +354,7 @@ caf::result<data_handle> stage_pinned(owner_ptr self, byte_buffer& bytes,
     .then(
       [=](pinned_ptr& block) mutable {
         auto stage = [=]() mutable {
-          std::optional<slot_store::duration> ttl;
-          if (ttl_ms > 0)
-            ttl = std::chrono::milliseconds{ttl_ms};
-          auto h = self->state.store.register_pinned(block, shared->size(),
-                                                     now(self), ttl);
-          arm_reaper_if_needed(self);
-          update_gauges(self);
-          rp.deliver(h);
+          rp.deliver(stage_block(self, block, shared->size(), ttl_ms));
         };
         // A large payload is copied off this thread; the job keeps the
         // bytes and the block alive even if its answer comes too late.
@@ -368,10 +371,7 @@ caf::result<data_handle> stage_pinned(owner_ptr self, byte_buffer& bytes,
           });
       },
       [=](caf::error& err) mutable {
-        count_path(self, is(err, errc::budget_exhausted)
-                           ? path_reason::budget
-                           : path_reason::pool_exhausted);
-        rp.deliver(stage_plain(self, std::move(*shared), ttl_ms));
+        rp.deliver(stage_refused(self, err, std::move(*shared), ttl_ms));
       });
   return rp;
 }

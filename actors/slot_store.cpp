@@ -69,8 +69,7 @@ bool slot_store::finish_demotion(const demotion& d, byte_buffer bytes) {
     return false;
   auto& s = i->second;
   s.bytes = std::make_shared<const byte_buffer>(std::move(bytes));
-  s.read_by_gets = std::move(s.pinned);
-  s.pinned.reset();
+  s.read_by_gets = std::move(s.pinned); // leaves pinned empty
   settle_demoted(s);
   return true;
 }
