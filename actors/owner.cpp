@@ -38,6 +38,11 @@ struct owner_state {
   owner_rdma_links rdma;
   int64_t reported_holds = 0; // RDMA leases the engine was told about
   bool draining = false;
+  // The registered blocks the shutdown drain copied slots out of. A peer's
+  // GET abandoned on its side may still be queued in our UCX worker (over
+  // tcp the worker serves it by reading the block), so they stay mapped
+  // until the owner ends, after the node stopped its UCX engine.
+  std::vector<pinned_ptr> demoted;
   lease_reaper_actor reaper;
   bool reaper_armed = false; // until a sweep reports no deadline left
   std::vector<caf::typed_response_promise<chunk_bytes>> stalled; // test hook
@@ -585,7 +590,10 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
           copy_job{nullptr, d.block->data(), d.len, d.block, out},
           self->state.cfg.transfer_timeout,
           [=]() mutable {
-            one_done(self->state.store.finish_demotion(d, std::move(*out)));
+            bool took = self->state.store.finish_demotion(d, std::move(*out));
+            if (took)
+              self->state.demoted.push_back(d.block);
+            one_done(took);
           },
           [=](caf::error&) mutable { one_done(false); });
       }

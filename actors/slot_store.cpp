@@ -67,10 +67,8 @@ bool slot_store::finish_demotion(const demotion& d, byte_buffer bytes) {
   auto i = slots_.find(d.slot_id);
   if (i == slots_.end() || i->second.pinned != d.block || bytes.size() != d.len)
     return false;
-  auto& s = i->second;
-  s.bytes = std::make_shared<const byte_buffer>(std::move(bytes));
-  s.read_by_gets = std::move(s.pinned); // leaves pinned empty
-  settle_demoted(s);
+  i->second.bytes = std::make_shared<const byte_buffer>(std::move(bytes));
+  i->second.pinned.reset();
   return true;
 }
 
@@ -81,10 +79,6 @@ bool slot_store::has_rdma_lease(const slot& s) {
   return false;
 }
 
-void slot_store::settle_demoted(slot& s) {
-  if (s.read_by_gets && !has_rdma_lease(s))
-    s.read_by_gets.reset();
-}
 
 slot_store::slot* slot_store::find(const data_handle& h) {
   if (h.hi != worker_id_)
@@ -257,7 +251,6 @@ caf::error slot_store::end_lease(slot& s, uint64_t lease_id) {
     return make_error(errc::unknown_lease);
   forget_lease(i->second);
   s.leases.erase(i);
-  settle_demoted(s);
   return caf::none;
 }
 
@@ -328,7 +321,6 @@ caf::error slot_store::hold(const data_handle& h, uint64_t lease_id) {
   if (!found)
     return std::move(found.error());
   make_held(**found);
-  settle_demoted(*find(h)); // the GET is done: it reads no more
   return caf::none;
 }
 
@@ -348,7 +340,6 @@ uint64_t slot_store::drop_holder(uint64_t holder) {
       i = s.leases.erase(i);
       ++dropped;
     }
-    settle_demoted(s);
     if (dropped != before)
       touched.push_back(id);
   }

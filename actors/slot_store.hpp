@@ -99,8 +99,8 @@ public:
   /// slots in a caller's region stay), in two steps so the copies can run elsewhere: the
   /// slots to demote, then each copy handed back. A slot released (or
   /// restaged) meanwhile keeps what it has; finish_demotion answers whether
-  /// it took the copy. A slot with an RDMA lease out keeps its old block
-  /// until that lease ends (a GET may be reading it).
+  /// it took the copy. The old block is the caller's to keep: a GET whose
+  /// requests are still queued in the UCX worker may read it.
   struct demotion {
     uint64_t slot_id = 0;
     pinned_ptr block;
@@ -181,10 +181,6 @@ private:
     std::shared_ptr<const byte_buffer> bytes; // plain memory (shared with
                                               // chunks in flight), or null
     pinned_ptr pinned;   // a registered block (or a view of a region)
-    // After the shutdown demotion: the registered block a GET under one of
-    // this slot's RDMA leases may still be reading. Kept until the last
-    // such lease ends, so its arena is never unmapped under that GET.
-    pinned_ptr read_by_gets;
     external_region_ptr region; // set for a slot staged in a region
     uint64_t region_offset = 0;
     uint64_t len = 0;
@@ -210,8 +206,6 @@ private:
   uint64_t add_lease(slot& s, lease l, time_point now, duration deadline);
   void forget_lease(const lease& l);
   void make_held(lease& l);
-  /// Drops a demoted slot's old block once no RDMA lease can read it.
-  static void settle_demoted(slot& s);
   static bool has_rdma_lease(const slot& s);
 
   uint64_t worker_id_;

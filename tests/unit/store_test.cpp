@@ -352,38 +352,6 @@ TEST_F(SlotStore, DemotionCopiesArenaSlotsAndLeavesRegionSlots) {
   EXPECT_EQ(pull_chunks(store, *ready, t0), payload);
 }
 
-TEST_F(SlotStore, ADemotedSlotKeepsItsBlockWhileAGetMayReadIt) {
-  // Shutdown: a consumer holding an RDMA lease may still be GETting the old
-  // block (over tcp the owner's own worker serves that read), so its arena
-  // must not go until the lease ends, however it ends.
-  for (int how = 0; how < 4; ++how) {
-    bool released = false;
-    byte_buffer backing(bytes_of(10));
-    auto h = store.register_pinned(block_over(backing, [&] { released = true; }), 10, t0);
-    auto grant = store.acquire_rdma(h, t0, 1s, 7);
-    ASSERT_TRUE(grant);
-    grant->block.reset();
-    for (auto& d : store.plan_demotion())
-      ASSERT_TRUE(store.finish_demotion(d, byte_buffer(d.block->data(),
-                                                       d.block->data() + d.len)));
-    EXPECT_FALSE(store.metadata(h)->pinned) << how;
-    EXPECT_FALSE(released) << "a GET may still read it (case " << how << ")";
-    if (how == 0) {
-      ASSERT_FALSE(store.hold(h, grant->lease_id)); // the GET finished
-    } else if (how == 1) {
-      ASSERT_TRUE(store.release(h, grant->lease_id));
-    } else if (how == 2) {
-      EXPECT_EQ(store.drop_holder(7), 1u); // the consumer's node left
-    } else {
-      EXPECT_EQ(store.sweep(t0 + 2s).rdma_leases_reaped, 1u);
-    }
-    EXPECT_TRUE(released) << "the lease ended (case " << how << ")";
-    if (how == 0) {
-      ASSERT_TRUE(store.release(h, grant->lease_id));
-    }
-  }
-}
-
 TEST_F(SlotStore, DemotionLetsGoOfAPayloadRegisteredInPlace) {
   // The owner stages a payload registered in place as a pinned block over
   // a region that owns the bytes, the block holding the region's anchor:
