@@ -40,7 +40,7 @@ handshake_fn real_connect() {
 }
 
 /// "ADDRESS:PORT" of the socket's other end ("an unknown peer" if none).
-std::string peer_of(SSL* ssl) {
+std::string peer_address(SSL* ssl) {
   sockaddr_storage addr{};
   socklen_t len = sizeof(addr);
   int fd = SSL_get_fd(ssl);
@@ -58,6 +58,30 @@ std::string peer_of(SSL* ssl) {
     port = ntohs(in6->sin6_port);
   }
   return std::string{host} + ":" + std::to_string(port);
+}
+
+void free_peer(void*, void* ptr, CRYPTO_EX_DATA*, int, long, void*) {
+  delete static_cast<std::string*>(ptr);
+}
+
+/// The SSL object's slot for the peer's address, noted at its first
+/// handshake step: by the time a handshake fails, the peer may have closed
+/// the socket, and getpeername() no longer knows it.
+int peer_slot() {
+  static const int slot = SSL_get_ex_new_index(0, nullptr, nullptr, nullptr, free_peer);
+  return slot;
+}
+
+void note_peer(SSL* ssl) {
+  if (peer_slot() >= 0 && !SSL_get_ex_data(ssl, peer_slot()))
+    SSL_set_ex_data(ssl, peer_slot(), new std::string{peer_address(ssl)});
+}
+
+std::string peer_of(SSL* ssl) {
+  if (peer_slot() >= 0)
+    if (auto* noted = static_cast<std::string*>(SSL_get_ex_data(ssl, peer_slot())))
+      return *noted;
+  return peer_address(ssl);
 }
 
 /// A handshake that failed for good (not one that waits for more bytes) is
@@ -88,11 +112,13 @@ int SSL_write(SSL* ssl, const void* buf, int num) {
 
 int SSL_accept(SSL* ssl) {
   ERR_clear_error();
+  note_peer(ssl);
   return logged_handshake(ssl, real_accept()(ssl), "refused a connection from");
 }
 
 int SSL_connect(SSL* ssl) {
   ERR_clear_error();
+  note_peer(ssl);
   return logged_handshake(ssl, real_connect()(ssl), "handshake failed with");
 }
 

@@ -39,7 +39,7 @@ echo "== kill host 3 ($addr3)"
 "$cluster" kill 3
 t0=$(date +%s%N)
 for i in 1 2; do
-  while "$cluster" peers "$i" | grep -q " $addr3\$"; do
+  while grep -q " $addr3\$" <<<"$("$cluster" peers "$i")"; do
     if [ $(( ($(date +%s%N) - t0) / 1000000000 )) -ge "$drop_s" ]; then
       echo "run.sh: host $i still lists host 3 after ${drop_s} s" >&2
       exit 1

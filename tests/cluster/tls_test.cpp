@@ -8,6 +8,7 @@
 
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <caf/all.hpp>
 #include <caf/io/all.hpp>
@@ -107,6 +108,28 @@ TEST(TlsCluster, MembersOfTheCAJoinAndMoveBytes) {
   auto back = client.get(*copy);
   ASSERT_TRUE(back) << describe(back.error());
   EXPECT_EQ(checksum64(back->bytes.data(), back->bytes.size()), checksum64(bytes.data(), bytes.size()));
+}
+
+// CAF 0.17.6 cuts a dialled connection whose handshake is still under way
+// when a heartbeat tick comes (sec::connection_timeout at once). A client's
+// ticks run from its start: ten clients that dial at ten phases across one
+// 60 ms heartbeat put a tick into every part of the handshake, so several
+// of those dials are cut, and node::connect must dial them again.
+TEST(TlsCluster, ConnectsSurviveAHeartbeatTickDuringTheHandshake) {
+  node_process a{test_certs().args("a")};
+  constexpr int dials = 10;
+  constexpr auto heartbeat = std::chrono::milliseconds{60};
+  for (int i = 0; i < dials; ++i) {
+    auto cfg = tls_client("client");
+    cfg.heartbeat_interval_ms = heartbeat.count();
+    node local{cfg};
+    ASSERT_FALSE(local.start());
+    // Not a wait for anything: it sets where the dial falls between ticks.
+    std::this_thread::sleep_for(heartbeat * i / dials);
+    auto hello = local.connect(a.endpoint());
+    ASSERT_TRUE(hello) << "dial " << i << ": " << describe(hello.error());
+    EXPECT_EQ(hello->worker_id, a.worker_id());
+  }
 }
 
 TEST(TlsCluster, APeerOfAnotherCAIsRefusedAndReachesNoHandler) {

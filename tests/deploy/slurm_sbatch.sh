@@ -47,7 +47,7 @@ marked_pids() {
   for p in /proc/[0-9]*; do
     p=${p#/proc/}
     [ "$p" = $$ ] && continue
-    tr '\0' '\n' 2>/dev/null <"/proc/$p/environ" | grep -qxF "$mark" && echo "$p"
+    grep -qxF "$mark" <<<"$(tr '\0' '\n' 2>/dev/null <"/proc/$p/environ")" && echo "$p"
   done
 }
 
@@ -178,12 +178,10 @@ done
 [ "$state_now" = idle ] || fail "node not idle after 30s (sinfo: '${state_now}')"
 log "slurm up (ctld :$ctld_port, slurmd :$slurmd_port)"
 
-# `--join` is new in ferry node; older binaries connect with --peer.
-if "$ferry" node --help 2>/dev/null | grep -q -- '--join'; then
-  join_flag=--join
-else
-  join_flag=--peer
-fi
+# What this ferry's node offers. (Read whole, not piped into `grep -q`:
+# grep leaving early would kill ferry with SIGPIPE mid-write, and pipefail
+# would read that as "not offered"; the ASan build writes slowly enough.)
+node_help=$("$ferry" node --help 2>/dev/null)
 
 # Submits ferry.sbatch with 3 tasks; sets job_id, job_state, job_exit, out.
 #   submit NAME FERRY_BIN [FERRY_NODE_ARGS [more FERRY_JOB_ARGS]]
@@ -193,7 +191,7 @@ submit() {
   out=$scratch/$name/ferry.out
   # From the repo root, as a user would; the job's files go to $scratch.
   job_id=$(cd "$root" && env "$mark" FERRY_BIN="$fbin" UCX_NET_DEVICES=lo \
-    FERRY_BIND=127.0.0.1 FERRY_ADVERTISE=127.0.0.1 FERRY_JOIN_FLAG="$join_flag" \
+    FERRY_BIND=127.0.0.1 FERRY_ADVERTISE=127.0.0.1 \
     FERRY_SLURM_DIR="$scratch/$name/state" FERRY_START_TIMEOUT=30 FERRY_JOB_TIMEOUT=60 \
     FERRY_STOP_TIMEOUT=20 FERRY_NODE_ARGS="$node_args" \
     FERRY_JOB_ARGS="--mib 16 --summary-json $scratch/$name/summary.json $job_args" \
@@ -262,7 +260,7 @@ check_ok ok
 # --- 2: the same with mutual TLS, the options passed through FERRY_NODE_ARGS
 # (%h: each node's advertised host names its certificate) and FERRY_JOB_ARGS
 if [ "${FERRY_SLURM_TEST_TLS:-1}" != 0 ] && command -v openssl >/dev/null \
-    && "$ferry" node --help 2>/dev/null | grep -q -- '--tls-ca'; then
+    && grep -q -- '--tls-ca' <<<"$node_help"; then
   tls=$scratch/tls
   mkdir -m 700 "$tls"
   (
