@@ -413,6 +413,8 @@ caf::expected<peer_hello> node::connect(const std::string& endpoint) {
 /// own remote_actor waits without a bound, and for minutes when the port
 /// publishes something that is not a gateway.)
 caf::expected<gateway_actor> node::dial_gateway(const std::string& host, uint16_t port) {
+  // Dials in all, while the request timeout lasts, when CAF cuts them.
+  constexpr int max_dial_attempts = 16;
   using clock = std::chrono::steady_clock;
   auto where = host + ":" + std::to_string(port);
   // CAF's connect would block its middleman for minutes on an address that

@@ -118,9 +118,8 @@ private:
 
   void start_ucx();
   void start_staging();
-  /// Dials host:port within the request timeout; a connection CAF cut
-  /// during its handshake is dialled again, up to this many times in all.
-  static constexpr int max_dial_attempts = 4;
+  /// Dials host:port within the request timeout (a dial CAF cuts during its
+  /// handshake is dialled again).
   caf::expected<gateway_actor> dial_gateway(const std::string& host, uint16_t port);
   /// The middleman actor that dials: CAF's OpenSSL one with TLS.
   caf::io::middleman_actor connector() const;

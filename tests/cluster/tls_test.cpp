@@ -113,12 +113,12 @@ TEST(TlsCluster, MembersOfTheCAJoinAndMoveBytes) {
 // CAF 0.17.6 cuts a dialled connection whose handshake is still under way
 // when a heartbeat tick comes (sec::connection_timeout at once). A client's
 // ticks run from its start: ten clients that dial at ten phases across one
-// 60 ms heartbeat put a tick into every part of the handshake, so several
-// of those dials are cut, and node::connect must dial them again.
+// 100 ms heartbeat put a tick into every part of the handshake, so some of
+// those dials are cut, and node::connect must dial them again.
 TEST(TlsCluster, ConnectsSurviveAHeartbeatTickDuringTheHandshake) {
   node_process a{test_certs().args("a")};
   constexpr int dials = 10;
-  constexpr auto heartbeat = std::chrono::milliseconds{60};
+  constexpr auto heartbeat = std::chrono::milliseconds{100};
   for (int i = 0; i < dials; ++i) {
     auto cfg = tls_client("client");
     cfg.heartbeat_interval_ms = heartbeat.count();

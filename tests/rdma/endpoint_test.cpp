@@ -293,13 +293,14 @@ TEST_P(Endpoints, AnOwnerStoppingUnderAGetNeverHandsBackWrongBytes) {
 }
 
 TEST_P(Endpoints, DedicatedArenasInARowNeverExhaustTheBudget) {
-  // 17 payloads of 64 MiB, each in its own dedicated arena, under the
-  // default 1 GiB budget: each arena goes when its slot goes.
-  start({}, node_config{});
+  // 6 payloads of 64 MiB, each in its own dedicated arena, under a 256 MiB
+  // budget (the first pooled arena takes 64 of it): each arena goes when its
+  // slot goes, or the fourth would not fit.
+  start({"--registered-bytes-budget", std::to_string(256 * MiB_)}, node_config{});
   auto bytes = test::payload(64 * MiB_, 13);
   // `ferry node` maps its first pooled arena at start: that one stays.
   auto floor = peer_metric("ferry_rdma_registered_bytes");
-  for (int i = 0; i < 17; ++i) {
+  for (int i = 0; i < 6; ++i) {
     auto h = stage_on_peer(bytes);
     EXPECT_GE(peer_metric("ferry_rdma_registered_bytes"), floor + 64 * MiB_);
     ASSERT_TRUE(get_and_check(h, bytes)) << "payload " << i << " fell back to chunks";
