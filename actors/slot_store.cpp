@@ -79,7 +79,6 @@ bool slot_store::has_rdma_lease(const slot& s) {
   return false;
 }
 
-
 slot_store::slot* slot_store::find(const data_handle& h) {
   if (h.hi != worker_id_)
     return nullptr;

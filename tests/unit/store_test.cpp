@@ -68,13 +68,7 @@ TEST_F(SlotStore, ChunksCoverThePayloadExactly) {
   auto ready = store.acquire(h, t0);
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->chunk_count, 3u);
-  byte_buffer out;
-  for (uint64_t i = 0; i < ready->chunk_count; ++i) {
-    auto c = store.pull(ready->transfer_id, i, t0);
-    ASSERT_TRUE(c);
-    out.insert(out.end(), c->data(), c->data() + c->size());
-  }
-  EXPECT_EQ(out, payload);
+  EXPECT_EQ(pull_chunks(store, *ready, t0), payload);
   auto open = store.acquire(h, t0);
   auto past = store.pull(open->transfer_id, 3, t0);
   ASSERT_FALSE(past);
