@@ -1,17 +1,26 @@
 #!/usr/bin/env bash
 # Installs, idempotently, the Debian 12 packages ferry builds and runs with.
 # Packages already present are left alone; apt is only called when one is missing.
+# Usage: deploy/install-deps.sh [--job]
+#   --job  only what building `ferry` and running the example job needs (the
+#          quick start); without it, also what the tests, fuzzing, the docs,
+#          the benchmark's plots and the cluster tools (Slurm, Prometheus) need.
 set -euo pipefail
 
+# Building the `ferry` binary and its libraries, and running a local cluster.
 packages=(
   cmake g++ make pkg-config
   libcaf-dev libucx-dev ucx-utils
   libmsgpack-cxx-dev nlohmann-json3-dev prometheus-cpp-dev
-  libnuma-dev libcli11-dev libspdlog-dev
-  libgtest-dev clang libfuzzer-14-dev libxxhash-dev
-  gnuplot-nox curl doxygen libssl-dev openssl
-  prometheus slurm-wlm munge iproute2 jq python3 python3-yaml
+  libnuma-dev libcli11-dev libspdlog-dev libxxhash-dev libssl-dev openssl
 )
+if [ "${1:-}" != "--job" ]; then
+  packages+=(
+    libgtest-dev clang libfuzzer-14-dev
+    gnuplot-nox curl doxygen
+    prometheus slurm-wlm munge iproute2 jq python3 python3-yaml
+  )
+fi
 
 missing=()
 for p in "${packages[@]}"; do

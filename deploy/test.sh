@@ -5,11 +5,12 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=$root/build
-cmake_args=()
+# The tests are on even where the quick start configured build/ without them.
+cmake_args=(-DFERRY_BUILD_TESTS=ON)
 if [ "${1:-}" = "--sanitize" ]; then
   shift
   build_dir=$root/build-asan
-  cmake_args=(-DFERRY_SANITIZE=ON)
+  cmake_args+=(-DFERRY_SANITIZE=ON)
   export FERRY_BUILD_TYPE=${FERRY_BUILD_TYPE:-Debug}
   # CAF and prometheus-cpp are not instrumented; container annotations would
   # be false alarms. LeakSanitizer stays on.
