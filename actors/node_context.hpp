@@ -15,8 +15,8 @@
 #include <caf/fwd.hpp>
 #include <caf/message.hpp>
 
-#include "actors/consumer_service.hpp"
-#include "actors/owner_interface.hpp"
+#include "actors/rendezvous/consumer_service.hpp"
+#include "actors/rendezvous/owner_interface.hpp"
 
 namespace ferry {
 
@@ -25,7 +25,7 @@ struct node_context {
   owner_actor owner;
   consumer_service_actor consumer;
   // Named handlers: calls to other nodes' handlers, and binding this node's
-  // own (actors/messenger_interface.hpp).
+  // own (actors/messenger/messenger_interface.hpp).
   caf::actor messenger;
   std::chrono::milliseconds request_timeout{10000};  // one request
   std::chrono::milliseconds transfer_timeout{300000}; // one whole transfer

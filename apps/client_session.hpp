@@ -7,7 +7,7 @@
 
 #include <caf/expected.hpp>
 
-#include "actors/gateway_interface.hpp"
+#include "actors/cluster/gateway_interface.hpp"
 #include "protocol/peer_hello.hpp"
 #include "runtime/blocking_client.hpp"
 #include "runtime/node.hpp"

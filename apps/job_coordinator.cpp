@@ -10,15 +10,15 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/path_metrics.hpp"
+#include "actors/messenger/messenger_interface.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
 #include "apps/job_types.hpp"
 #include "apps/job_worker.hpp"
 #include "apps/shard_math.hpp"
-#include "protocol/errors.hpp"
 #include "protocol/checksum.hpp"
+#include "protocol/errors.hpp"
 #include "runtime/blocking_client.hpp"
 #include "runtime/node.hpp"
-#include "actors/messenger_interface.hpp"
 
 namespace ferry::app {
 

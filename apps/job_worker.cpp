@@ -3,7 +3,7 @@
 #include <caf/all.hpp>
 #include <spdlog/spdlog.h>
 
-#include "actors/messenger_interface.hpp"
+#include "actors/messenger/messenger_interface.hpp"
 #include "apps/job_types.hpp"
 #include "apps/shard_math.hpp"
 #include "protocol/errors.hpp"

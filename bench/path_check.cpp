@@ -2,7 +2,7 @@
 
 #include <iterator>
 
-#include "actors/path_metrics.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
 #include "runtime/node.hpp"
 
 namespace ferry::bench {

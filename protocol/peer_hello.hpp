@@ -25,7 +25,7 @@ struct peer_hello {
   uint16_t port = 0;                     // 0: a client that does not listen
   caf::actor gateway;
   caf::actor owner;
-  caf::actor messenger; // named handlers (actors/messenger.hpp)
+  caf::actor messenger; // named handlers (actors/messenger/messenger.hpp)
 };
 
 /// Bounds on what a peer may state in its hello.

@@ -1,7 +1,7 @@
 // staging_headers: the messenger's rules for a message whose payload goes by
 // handle (transparent staging), as plain functions over its headers, so
 // they are unit-tested without a network. The messenger's actors
-// (actors/messenger.hpp, actors/staged_fetch.hpp) are shells around them.
+// (actors/messenger/messenger.hpp, actors/messenger/staged_fetch.hpp) are shells around them.
 //
 // Rules it owns:
 // - A payload larger than the staging threshold (256 KiB) is staged and

@@ -15,8 +15,8 @@
 #include <caf/expected.hpp>
 #include <caf/message.hpp>
 
-#include "actors/gateway_interface.hpp"
-#include "actors/rdma_types.hpp"
+#include "actors/cluster/gateway_interface.hpp"
+#include "actors/rdma/rdma_types.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/rv_messages.hpp"

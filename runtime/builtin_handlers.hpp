@@ -11,7 +11,7 @@
 #include <caf/error.hpp>
 #include <caf/fwd.hpp>
 
-#include "actors/messenger_interface.hpp"
+#include "actors/messenger/messenger_interface.hpp"
 
 namespace ferry {
 

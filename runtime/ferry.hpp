@@ -12,17 +12,17 @@
 //   atoms, errc            the messages and error codes of the actor API
 #pragma once
 
-#include "actors/consumer_service.hpp"
-#include "actors/messenger_interface.hpp"
+#include "actors/messenger/messenger_interface.hpp"
 #include "actors/node_context.hpp"
-#include "actors/owner_interface.hpp"
+#include "actors/rendezvous/consumer_service.hpp"
+#include "actors/rendezvous/owner_interface.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/byte_buffer.hpp"
+#include "protocol/checksum.hpp"
 #include "protocol/data_handle.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/messenger_wire.hpp"
 #include "runtime/blocking_client.hpp"
-#include "protocol/checksum.hpp"
 #include "runtime/gpu_payloads.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"

@@ -2,7 +2,7 @@
 
 #include <caf/scoped_actor.hpp>
 
-#include "actors/staging_workers.hpp"
+#include "actors/staging/staging_workers.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "protocol/errors.hpp"

@@ -14,7 +14,7 @@
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
 
-#include "actors/messenger_interface.hpp"
+#include "actors/messenger/messenger_interface.hpp"
 #include "protocol/messenger_wire.hpp"
 
 namespace ferry {

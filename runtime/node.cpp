@@ -20,19 +20,19 @@
 #include <prometheus/registry.h>
 #include <spdlog/spdlog.h>
 
-#include "actors/consumer_metrics.hpp"
-#include "actors/gateway.hpp"
-#include "actors/membership.hpp"
-#include "actors/tcp_probe.hpp"
-#include "actors/messenger.hpp"
-#include "actors/messenger_metrics.hpp"
-#include "actors/owner.hpp"
-#include "actors/bulk_copier.hpp"
-#include "actors/owner_metrics.hpp"
-#include "actors/path_metrics.hpp"
-#include "actors/rdma_metrics.hpp"
-#include "actors/staging_metrics.hpp"
-#include "actors/staging_workers.hpp"
+#include "actors/rendezvous/consumer_metrics.hpp"
+#include "actors/cluster/gateway.hpp"
+#include "actors/cluster/membership.hpp"
+#include "actors/cluster/tcp_probe.hpp"
+#include "actors/messenger/messenger.hpp"
+#include "actors/messenger/messenger_metrics.hpp"
+#include "actors/rendezvous/owner.hpp"
+#include "actors/rendezvous/bulk_copier.hpp"
+#include "actors/rendezvous/owner_metrics.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
+#include "actors/rdma/rdma_metrics.hpp"
+#include "actors/staging/staging_metrics.hpp"
+#include "actors/staging/staging_workers.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/type_registry.hpp"
 #include "runtime/builtin_handlers.hpp"
@@ -418,7 +418,7 @@ caf::expected<gateway_actor> node::dial_gateway(const std::string& host, uint16_
   using clock = std::chrono::steady_clock;
   auto where = host + ":" + std::to_string(port);
   // CAF's connect would block its middleman for minutes on an address that
-  // drops packets (actors/tcp_probe.hpp): probe it within the bound first.
+  // drops packets (actors/cluster/tcp_probe.hpp): probe it within the bound first.
   if (auto err = probe_tcp(host, port, cfg_.request_timeout()))
     return make_error(is(err, errc::timeout) ? errc::timeout : errc::io_error,
                       "cannot connect to " + where + ": " + describe(err));

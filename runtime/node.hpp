@@ -23,13 +23,13 @@
 #include <caf/expected.hpp>
 #include <caf/io/middleman_actor.hpp>
 
-#include "actors/arena_pool_actor.hpp"
-#include "actors/consumer_service.hpp"
-#include "actors/ucx_engine.hpp"
-#include "actors/gateway_interface.hpp"
-#include "actors/messenger_interface.hpp"
+#include "actors/cluster/gateway_interface.hpp"
+#include "actors/messenger/messenger_interface.hpp"
 #include "actors/node_context.hpp"
-#include "actors/owner_interface.hpp"
+#include "actors/rdma/arena_pool_actor.hpp"
+#include "actors/rdma/ucx_engine.hpp"
+#include "actors/rendezvous/consumer_service.hpp"
+#include "actors/rendezvous/owner_interface.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/peer_hello.hpp"
 #include "runtime/node_config.hpp"
@@ -89,7 +89,7 @@ public:
   gateway_actor gateway() const { return gateway_; }
   owner_actor owner() const { return ctx_->owner; }
   consumer_service_actor consumer() const { return ctx_->consumer; }
-  /// Named handlers across nodes (actors/messenger_interface.hpp; the
+  /// Named handlers across nodes (actors/messenger/messenger_interface.hpp; the
   /// blocking form is runtime/messenger_client.hpp).
   messenger_actor messenger() const { return messenger_; }
   const node_context& context() const { return *ctx_; }
@@ -107,7 +107,7 @@ public:
   /// unavailable_reason() says why when staging is off (no driver, no GPU).
   const std::shared_ptr<staging::local_stager>& stager() const { return stager_; }
   /// The staging workers: (gpu_copy_atom, gpu_copy_request) -> bytes
-  /// (actors/staging_workers.hpp).
+  /// (actors/staging/staging_workers.hpp).
   caf::actor staging_workers() const { return staging_workers_; }
 
   prometheus::Registry& metrics_registry() { return *registry_; }

@@ -29,7 +29,7 @@
 #include <caf/actor_control_block.hpp>
 #include <caf/expected.hpp>
 
-#include "actors/arena_pool_actor.hpp"
+#include "actors/rdma/arena_pool_actor.hpp"
 #include "protocol/byte_buffer.hpp"
 #include "rdma/external_region.hpp"
 

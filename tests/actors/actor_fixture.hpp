@@ -12,12 +12,12 @@
 #include <caf/all.hpp>
 #include <prometheus/registry.h>
 
-#include "actors/consumer_metrics.hpp"
-#include "actors/consumer_service.hpp"
-#include "actors/gateway.hpp"
-#include "actors/owner.hpp"
-#include "actors/owner_metrics.hpp"
-#include "actors/path_metrics.hpp"
+#include "actors/cluster/gateway.hpp"
+#include "actors/rendezvous/consumer_metrics.hpp"
+#include "actors/rendezvous/consumer_service.hpp"
+#include "actors/rendezvous/owner.hpp"
+#include "actors/rendezvous/owner_metrics.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
 #include "protocol/type_registry.hpp"
 
 namespace ferry::test {

@@ -11,13 +11,13 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/path_metrics.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
 #include "apps/job_types.hpp"
 #include "apps/shard_math.hpp"
+#include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rv_messages.hpp"
 #include "runtime/blocking_client.hpp"
-#include "protocol/checksum.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"

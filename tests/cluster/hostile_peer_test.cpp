@@ -19,8 +19,8 @@
 #include <caf/io/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/gateway_interface.hpp"
-#include "actors/owner_interface.hpp"
+#include "actors/cluster/gateway_interface.hpp"
+#include "actors/rendezvous/owner_interface.hpp"
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/peer_hello.hpp"

@@ -12,15 +12,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "actors/rendezvous/path_metrics.hpp"
+#include "process/child_process.hpp"
+#include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
-#include "actors/path_metrics.hpp"
 #include "protocol/staging_headers.hpp"
 #include "runtime/blocking_client.hpp"
 #include "runtime/builtin_handlers.hpp"
-#include "protocol/checksum.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
-#include "process/child_process.hpp"
 #include "tests/cluster/test_support.hpp"
 
 using namespace ferry;

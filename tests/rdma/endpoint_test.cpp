@@ -16,10 +16,10 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/path_metrics.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
+#include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/blocking_client.hpp"
-#include "protocol/checksum.hpp"
 #include "runtime/node.hpp"
 #include "runtime/region_guard.hpp"
 #include "tests/cluster/test_support.hpp"

@@ -18,12 +18,12 @@
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
-#include "actors/path_metrics.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
+#include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
 #include "runtime/blocking_client.hpp"
-#include "protocol/checksum.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
 #include "tests/rdma/ucx_transports.hpp"

@@ -11,10 +11,10 @@
 #include <caf/all.hpp>
 #include <prometheus/registry.h>
 
-#include "actors/path_metrics.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
+#include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/blocking_client.hpp"
-#include "protocol/checksum.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
 #include "tests/rdma/ucx_transports.hpp"

@@ -10,12 +10,12 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "actors/path_metrics.hpp"
-#include "actors/staging_workers.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
+#include "actors/staging/staging_workers.hpp"
 #include "protocol/atoms.hpp"
+#include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/blocking_client.hpp"
-#include "protocol/checksum.hpp"
 #include "runtime/gpu_payloads.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"

@@ -27,7 +27,7 @@
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
-#include "actors/rdma_reader.hpp"
+#include "actors/rdma/rdma_reader.hpp"
 #include "rdma/arena_pool.hpp"
 
 namespace ferry::test {

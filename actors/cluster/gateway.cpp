@@ -1,0 +1,322 @@
+#include "actors/cluster/gateway.hpp"
+
+#include <map>
+#include <set>
+#include <algorithm>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/cluster/probe_runner.hpp"
+#include "protocol/endpoint.hpp"
+#include "protocol/errors.hpp"
+
+namespace ferry {
+
+namespace {
+
+struct gateway_state {
+  gateway_params params;
+  std::map<uint64_t, peer_hello> peers;
+  std::set<uint64_t> ucx_peers; // registered on the UCX engine
+  bool stopping = false;        // the node's stop began: no new work
+  // Shared with the exit functor, which may run after the state is gone.
+  std::shared_ptr<std::vector<caf::actor>> workers
+    = std::make_shared<std::vector<caf::actor>>();
+  static inline const char* name = "ferry.gateway";
+};
+
+using gateway_ptr = gateway_actor::stateful_pointer<gateway_state>;
+
+peer_hello own_hello(gateway_ptr self) {
+  auto h = self->state.params.identity;
+  h.port = self->state.params.port->load();
+  h.gateway = caf::actor_cast<caf::actor>(self);
+  h.owner = caf::actor_cast<caf::actor>(self->state.params.node->owner);
+  h.messenger = self->state.params.node->messenger;
+  return h;
+}
+
+/// True for this node and for the node of a registered peer.
+bool is_registered(gateway_ptr self, const caf::strong_actor_ptr& sender) {
+  if (!sender)
+    return false; // anonymous: nobody to check
+  const auto& n = sender->node();
+  if (n == self->node())
+    return true;
+  for (const auto& [wid, p] : self->state.peers)
+    if (p.gateway.node() == n)
+      return true;
+  return false;
+}
+
+/// Refuses new work once the node's stop began.
+caf::error refuse_if_stopping(gateway_ptr self, const char* what) {
+  if (!self->state.stopping)
+    return caf::none;
+  return make_error(errc::draining,
+                    std::string{what} + ": the node is shutting down");
+}
+
+/// A new listening member: the membership actor hears of it, and every
+/// other listening member is told, so that it dials the newcomer.
+void announce(gateway_ptr self, const peer_hello& peer) {
+  if (peer.port == 0)
+    return; // a client: nobody dials it
+  auto ep = endpoint_text(peer.host, peer.port);
+  if (auto& m = self->state.params.membership)
+    caf::anon_send(m, peer_joined_atom::value, peer.worker_id, ep);
+  for (const auto& [wid, other] : self->state.peers)
+    if (wid != peer.worker_id && other.port != 0)
+      self->send(caf::actor_cast<gateway_actor>(other.gateway), member_atom::value, ep);
+}
+
+void add_peer(gateway_ptr self, const peer_hello& peer) {
+  if (peer.worker_id == self->state.params.identity.worker_id || !peer.gateway)
+    return;
+  auto [i, added] = self->state.peers.insert_or_assign(peer.worker_id, peer);
+  if (added) {
+    // A client (port 0: ferry stat, get, put) comes and goes: not news.
+    spdlog::log(peer.port == 0 ? spdlog::level::debug : spdlog::level::info,
+                "peer {:016x} joined ({}:{}, incarnation {:016x})", peer.worker_id,
+                peer.host, peer.port, peer.incarnation);
+    announce(self, peer);
+  }
+  self->monitor(peer.gateway);
+  const auto& engine = self->state.params.engine;
+  auto has_ucx = std::find(peer.capabilities.begin(), peer.capabilities.end(),
+                           "ucx")
+                 != peer.capabilities.end();
+  if (engine && has_ucx && !peer.ucx_address.empty()) {
+    caf::anon_send(engine.actor(), ucx_peer_atom::value, peer.worker_id,
+                   peer.ucx_address, peer.gateway);
+    engine.wake();
+    self->state.ucx_peers.insert(peer.worker_id);
+  }
+  if (auto& dir = self->state.params.directory)
+    dir->put(peer.worker_id,
+             {peer.owner, self->state.ucx_peers.count(peer.worker_id) > 0,
+              peer.messenger});
+}
+
+nlohmann::json describe_peer(const peer_hello& p) {
+  return {{"worker_id", p.worker_id},
+          {"incarnation", p.incarnation},
+          {"host", p.host},
+          {"port", p.port},
+          {"capabilities", p.capabilities}};
+}
+
+gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
+  self->state.params = std::move(params);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    auto& peers = self->state.peers;
+    for (auto i = peers.begin(); i != peers.end(); ++i) {
+      if (i->second.gateway.address() == dm.source) {
+        spdlog::log(i->second.port == 0 ? spdlog::level::debug : spdlog::level::warn,
+                    "peer {:016x} left ({})", i->first, to_string(dm.reason));
+        // Its unpacked keys (and the mappings of its memory) go with it.
+        const auto& engine = self->state.params.engine;
+        if (engine && self->state.ucx_peers.count(i->first) > 0) {
+          caf::anon_send(engine.actor(), ucx_forget_atom::value, i->first);
+          engine.wake();
+        }
+        if (auto& dir = self->state.params.directory)
+          dir->erase(i->first);
+        // Its leases on our owner end with it.
+        self->send(self->state.params.node->owner, peer_down_atom::value,
+                   dm.source.node());
+        if (auto& m = self->state.params.membership)
+          caf::anon_send(m, peer_down_atom::value, i->first);
+        self->state.ucx_peers.erase(i->first);
+        peers.erase(i);
+        return;
+      }
+    }
+  });
+  self->attach_functor([workers = self->state.workers](const caf::error&) {
+    for (auto& w : *workers)
+      caf::anon_send_exit(w, caf::exit_reason::user_shutdown);
+  });
+  return {
+    [=](stop_work_atom) -> caf::result<caf::ok_atom> {
+      auto sender = self->current_sender();
+      if (!sender || sender->node() != self->node())
+        return make_error(errc::not_registered, "stop_work: local only");
+      self->state.stopping = true;
+      return caf::ok_atom::value;
+    },
+    [=](hello_atom, peer_hello& peer) -> caf::result<peer_hello> {
+      if (auto err = refuse_if_stopping(self, "hello"))
+        return err;
+      if (auto err = check_hello(peer)) {
+        spdlog::warn("{}", describe(err));
+        return err;
+      }
+      add_peer(self, peer);
+      return own_hello(self);
+    },
+    [=](add_peer_atom, peer_hello& peer) -> caf::result<caf::ok_atom> {
+      if (auto err = check_hello(peer))
+        return err;
+      add_peer(self, peer);
+      return caf::ok_atom::value;
+    },
+    [=](members_atom) -> caf::result<std::vector<std::string>> {
+      if (!is_registered(self, self->current_sender()))
+        return make_error(errc::not_registered, "members: say hello first");
+      std::vector<std::string> eps;
+      for (const auto& [wid, p] : self->state.peers)
+        if (p.port != 0)
+          eps.push_back(endpoint_text(p.host, p.port));
+      return eps;
+    },
+    [=](member_atom, const std::string& ep) {
+      // Only a member may make this node dial somewhere.
+      if (!is_registered(self, self->current_sender()))
+        return;
+      if (auto& m = self->state.params.membership)
+        caf::anon_send(m, member_atom::value, ep);
+    },
+    [=](ucx_goodbye_atom, uint64_t worker_id) {
+      // Only the peer itself may close our endpoint to it: the worker id
+      // must be a registered peer on the sender's node.
+      auto sender = self->current_sender();
+      auto i = self->state.peers.find(worker_id);
+      if (!sender || i == self->state.peers.end()
+          || i->second.gateway.node() != sender->node()) {
+        spdlog::debug("a UCX goodbye naming worker {:016x} ignored: not from it",
+                      worker_id);
+        return;
+      }
+      const auto& engine = self->state.params.engine;
+      if (engine && self->state.ucx_peers.count(worker_id) > 0) {
+        caf::anon_send(engine.actor(), ucx_goodbye_atom::value, worker_id);
+        engine.wake();
+      }
+    },
+    [=](lookup_atom, uint64_t worker_id) -> caf::result<caf::actor, bool> {
+      if (!is_registered(self, self->current_sender()))
+        return make_error(errc::not_registered,
+                          "lookup: only registered peers (say hello first)");
+      const auto& node = *self->state.params.node;
+      if (worker_id == node.worker_id)
+        return {caf::actor_cast<caf::actor>(node.owner), false};
+      auto i = self->state.peers.find(worker_id);
+      if (i == self->state.peers.end())
+        return make_error(errc::unknown_owner,
+                          "worker " + std::to_string(worker_id)
+                            + " is not a known peer of this node");
+      return {i->second.owner, self->state.ucx_peers.count(worker_id) > 0};
+    },
+    [=](spawn_atom, const std::string& name,
+        const caf::message& args) -> caf::result<caf::actor> {
+      if (auto err = refuse_if_stopping(self, "spawn"))
+        return err;
+      auto& workers = self->state.params.workers;
+      auto i = workers.find(name);
+      if (i == workers.end())
+        return make_error(errc::unknown_worker_type,
+                          "no worker type '" + name + "' on this node");
+      auto worker = i->second(self->system(), *self->state.params.node, args);
+      if (!worker)
+        return worker.error();
+      self->state.workers->push_back(*worker);
+      spdlog::info("spawned worker '{}'", name);
+      return *worker;
+    },
+    [=](adopt_atom, const data_handle& h,
+        const std::string& options) -> caf::result<data_handle> {
+      if (auto err = refuse_if_stopping(self, "adopt"))
+        return err;
+      bool pinned = false;
+      try {
+        auto j = nlohmann::json::parse(options);
+        pinned = j.is_object() && j.value("pinned", false);
+      } catch (const std::exception& e) {
+        return make_error(errc::malformed_body,
+                          std::string{"adopt options: "} + e.what());
+      }
+      auto rp = self->make_response_promise<data_handle>();
+      const auto& node = *self->state.params.node;
+      auto consumer = node.consumer;
+      auto owner = node.owner;
+      auto request_timeout = node.request_timeout;
+      auto transfer_timeout = node.transfer_timeout;
+      self->request(consumer, node.get_timeout(), get_atom::value, h)
+        .then(
+          [=](byte_buffer& bytes, uint64_t lease) mutable {
+            auto staged = pinned ? self->request(owner, transfer_timeout,
+                                                 register_pinned_atom::value,
+                                                 std::move(bytes), uint64_t{0})
+                                 : self->request(owner, transfer_timeout,
+                                                 register_atom::value,
+                                                 std::move(bytes), uint64_t{0});
+            staged.then(
+                [=](data_handle& copy) mutable {
+                  rp.deliver(copy);
+                  self->request(consumer, request_timeout, release_atom::value, h,
+                                lease)
+                    .then([](uint64_t, bool) {},
+                          [=](caf::error& err) {
+                            spdlog::warn("adopt: release of {} failed: {}",
+                                         to_string(h), describe(err));
+                          });
+                },
+                [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](path_probe_atom, const data_handle& h) -> caf::result<std::string> {
+      if (auto err = refuse_if_stopping(self, "probe"))
+        return err;
+      if (!is_registered(self, self->current_sender()))
+        return make_error(errc::not_registered, "probe: say hello first");
+      const auto& node = *self->state.params.node;
+      auto runner = spawn_probe_runner(self->system(), node.consumer, node.get_timeout(),
+                                       node.request_timeout);
+      auto rp = self->make_response_promise<std::string>();
+      self->request(runner, node.get_timeout() + 2 * node.request_timeout,
+                    path_probe_atom::value, h)
+        .then([=](std::string& report) mutable { rp.deliver(std::move(report)); },
+              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+    [=](stat_atom) -> caf::result<std::string> {
+      auto rp = self->make_response_promise<std::string>();
+      self->request(self->state.params.node->owner,
+                    self->state.params.node->request_timeout, stat_atom::value)
+        .then(
+          [=](std::string& owner_stat) mutable {
+            const auto& id = self->state.params.identity;
+            auto peers = nlohmann::json::array();
+            for (auto& [wid, p] : self->state.peers)
+              peers.push_back(describe_peer(p));
+            nlohmann::json j = describe_peer(id);
+            j["port"] = self->state.params.port->load();
+            j["owner"] = nlohmann::json::parse(owner_stat);
+            j["peers"] = std::move(peers);
+            j["workers"] = self->state.workers->size();
+            if (const auto& status = self->state.params.staging_status)
+              j["staging"] = nlohmann::json::parse(status());
+            rp.deliver(j.dump());
+          },
+          [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+      return rp;
+    },
+  };
+}
+
+} // namespace
+
+gateway_actor spawn_gateway(caf::actor_system& sys, gateway_params params) {
+  return sys.spawn(gateway, std::move(params));
+}
+
+} // namespace ferry

@@ -1,0 +1,78 @@
+#include "actors/rdma/rdma_metrics.hpp"
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+namespace ferry {
+
+rdma_metrics::rdma_metrics(prometheus::Registry& r) {
+  get_duration = &prometheus::BuildHistogram()
+                    .Name("ferry_rendezvous_rdma_get_duration_seconds")
+                    .Help("GET time, without the acquire round trip")
+                    .Register(r)
+                    .Add({}, prometheus::Histogram::BucketBoundaries{
+                               1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05,
+                               0.1, 0.5, 1, 5});
+  leases_reaped = &prometheus::BuildCounter()
+                     .Name("ferry_rendezvous_rdma_leases_reaped_total")
+                     .Help("RDMA leases the owner's reaper force-released")
+                     .Register(r)
+                     .Add({});
+  registered_bytes = &prometheus::BuildGauge()
+                        .Name("ferry_rdma_registered_bytes")
+                        .Help("Registered bytes, pool and external")
+                        .Register(r)
+                        .Add({});
+  auto& regs = prometheus::BuildCounter()
+                 .Name("ferry_rdma_registrations_total")
+                 .Help("Memory registrations, by kind")
+                 .Register(r);
+  arena_registrations = &regs.Add({{"kind", "arena"}});
+  external_registrations = &regs.Add({{"kind", "external"}});
+  live_regions = &prometheus::BuildGauge()
+                    .Name("ferry_rdma_live_regions")
+                    .Help("Regions the backend holds registered")
+                    .Register(r)
+                    .Add({});
+  abandoned_gets = &prometheus::BuildGauge()
+                      .Name("ferry_ucx_abandoned_gets")
+                      .Help("GETs given up (deadline passed or peer gone) that "
+                            "UCX has not finished; their destinations stay held")
+                      .Register(r)
+                      .Add({});
+  ucx_endpoints = &prometheus::BuildGauge()
+                     .Name("ferry_ucx_endpoints")
+                     .Help("UCX endpoints this node holds open to peers")
+                     .Register(r)
+                     .Add({});
+  auto& closed = prometheus::BuildCounter()
+                   .Name("ferry_ucx_endpoints_closed_total")
+                   .Help("UCX endpoints closed, by reason (idle: the idle reaper; "
+                         "peer_down: the peer left or came back as a new "
+                         "incarnation; goodbye: the peer closed its own; "
+                         "shutdown: this node stopped)")
+                   .Register(r);
+  for (auto reason : {endpoint_close_reason::idle, endpoint_close_reason::peer_down,
+                      endpoint_close_reason::goodbye, endpoint_close_reason::shutdown})
+    endpoints_closed[static_cast<int>(reason)] = &closed.Add({{"reason", to_string(reason)}});
+  arena_utilization = &prometheus::BuildGauge()
+                         .Name("ferry_rdma_arena_utilization_ratio")
+                         .Help("Bytes granted out of the arena pool over the bytes "
+                               "its arenas map (0 with no arena)")
+                         .Register(r)
+                         .Add({});
+}
+
+const char* to_string(endpoint_close_reason r) {
+  switch (r) {
+    case endpoint_close_reason::idle: return "idle";
+    case endpoint_close_reason::peer_down: return "peer_down";
+    case endpoint_close_reason::goodbye: return "goodbye";
+    case endpoint_close_reason::shutdown: return "shutdown";
+  }
+  return "unknown";
+}
+
+} // namespace ferry

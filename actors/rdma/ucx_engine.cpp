@@ -1,0 +1,569 @@
+#include "actors/rdma/ucx_engine.hpp"
+
+#include <list>
+#include <map>
+#include <optional>
+#include <thread>
+
+#include <caf/all.hpp>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+
+#include "actors/rdma/rdma_metrics.hpp"
+#include "protocol/atoms.hpp"
+#include "protocol/errors.hpp"
+#include "rdma/endpoint_activity.hpp"
+#include "rdma/ucx_context.hpp"
+#include "rdma/ucx_endpoint.hpp"
+#include "rdma/ucx_get.hpp"
+#include "rdma/ucx_worker.hpp"
+
+namespace ferry {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+struct pending_get {
+  // Members go in reverse order: the request first (its destructor may
+  // still progress the worker), then the key, the destination last.
+  pinned_ptr dest; // held until UCX is done with it
+  ucx_remote_key key;
+  ucx_get_request request;
+  uint64_t worker_id = 0;
+  caf::response_promise rp;
+  clock_type::time_point started;
+  clock_type::time_point deadline;
+  std::optional<clock_type::time_point> done_at; // completed, reply held (hook)
+  caf::error failure;
+};
+
+/// A closely polled GET goes to sleeping waits once UCX moved nothing for
+/// this long (a dead or stalled peer's GET never moves again).
+constexpr auto spin_window = std::chrono::milliseconds{50};
+/// How often abandoned GETs are looked at when nothing else runs.
+constexpr auto abandoned_poll = std::chrono::milliseconds{100};
+/// The longest an eager endpoint's wireup is waited on (progressed for).
+constexpr auto eager_wireup_limit = std::chrono::seconds{5};
+/// The longest an idle or goodbye close waits for UCX (nothing is in
+/// flight on such an endpoint).
+constexpr auto quiet_close_limit = std::chrono::milliseconds{200};
+
+struct engine {
+  std::shared_ptr<const ucx_context> context;
+  // Destinations lent to UCX past the requests' release at teardown: kept
+  // until after the worker (declared before it, so destroyed after it).
+  std::vector<pinned_ptr> lent;
+  ucx_worker worker;
+  ucx_engine_faults faults;
+  std::chrono::milliseconds get_timeout;
+  rdma_metrics* metrics = nullptr;
+  std::map<uint64_t, std::vector<char>> addresses;
+  std::map<uint64_t, ucx_endpoint> endpoints;
+  // Endpoints of peers that went while abandoned GETs still used them.
+  std::list<std::pair<uint64_t, ucx_endpoint>> retired;
+  std::list<pending_get> gets;
+  std::list<pending_get> abandoned; // answered; UCX still owns the destination
+  int64_t holds = 0;
+  bool running = true;
+  rkey_cache<ucx_remote_key> rkeys;
+  bool cache_rkeys = true;
+  std::shared_ptr<warm_destination> warm;
+  clock_type::time_point last_motion = clock_type::now();
+  // -- endpoint lifecycle ---------------------------------------------------
+  uint64_t own_worker_id = 0;
+  bool eager = false;
+  endpoint_activity activity{std::nullopt};
+  std::map<uint64_t, caf::actor> gateways{}; // where a goodbye to a peer goes
+  std::map<uint64_t, clock_type::time_point> wireups{}; // eager, until
+  uint64_t endpoints_created = 0;
+  uint64_t eager_wireups_done = 0;
+  uint64_t closed_by[4] = {0, 0, 0, 0}; // by endpoint_close_reason
+
+  void count_close(endpoint_close_reason why) {
+    ++closed_by[static_cast<int>(why)];
+    if (metrics && metrics->endpoints_closed[static_cast<int>(why)])
+      metrics->endpoints_closed[static_cast<int>(why)]->Increment();
+  }
+
+  /// A hello from a peer (a new incarnation, or the same one again): its
+  /// endpoint and every key unpacked on it go; the next GET (or, eager,
+  /// this call) wires up afresh.
+  void set_address(uint64_t worker_id, std::vector<char> address, caf::actor gateway) {
+    if (gateway)
+      gateways[worker_id] = std::move(gateway);
+    addresses[worker_id] = std::move(address);
+    rkeys.invalidate_peer(worker_id);
+    abandon_peer(worker_id, "the peer's UCX address changed");
+    retire_endpoint(worker_id, endpoint_close_reason::peer_down);
+    if (eager)
+      wire_up_eagerly(worker_id);
+  }
+
+  /// The peer went away: its keys, its GETs and its endpoint go.
+  void forget(uint64_t worker_id) {
+    rkeys.invalidate_peer(worker_id);
+    abandon_peer(worker_id, "the peer went away");
+    retire_endpoint(worker_id, endpoint_close_reason::peer_down);
+    gateways.erase(worker_id); // a new hello brings it (and an address) again
+  }
+
+  /// Eager wireup: the endpoint now, and the worker progressed until its
+  /// flush says the wireup is done (bounded). A failure leaves the first
+  /// GET to wire up lazily.
+  void wire_up_eagerly(uint64_t worker_id) {
+    std::string why;
+    auto* ep = endpoint_for(worker_id, why);
+    if (ep == nullptr) {
+      spdlog::debug("eager wireup to worker {:016x}: {}", worker_id, why);
+      return;
+    }
+    if (ep->start_flush())
+      wireups[worker_id] = clock_type::now() + eager_wireup_limit;
+  }
+
+  /// Eager wireups that finished (or ran out of time) stop being waited on.
+  void check_wireups() {
+    auto now = clock_type::now();
+    for (auto i = wireups.begin(); i != wireups.end();) {
+      auto ep = endpoints.find(i->first);
+      if (ep == endpoints.end()) {
+        i = wireups.erase(i);
+        continue;
+      }
+      if (ep->second.flush_pending() && now < i->second) {
+        ++i;
+        continue;
+      }
+      if (!ep->second.flush_pending()) {
+        ++eager_wireups_done;
+        spdlog::debug("eager wireup to worker {:016x} done", i->first);
+      }
+      i = wireups.erase(i);
+    }
+  }
+
+  /// The idle reaper: every endpoint unused for the timeout closes, after a
+  /// goodbye to the peer so that it drops its own endpoint back to us.
+  void reap_idle(caf::blocking_actor* self) {
+    auto now = clock_type::now();
+    if (!activity.scan_due(now))
+      return;
+    for (auto peer : activity.scan(now, holds > 0)) {
+      if (auto g = gateways.find(peer); g != gateways.end() && g->second)
+        self->send(g->second, ucx_goodbye_atom::value, own_worker_id);
+      spdlog::debug("UCX endpoint to worker {:016x} idle for {} ms: closed", peer,
+                    activity.timeout().count());
+      retire_endpoint(peer, endpoint_close_reason::idle);
+    }
+  }
+
+  /// The peer closed its endpoint to us: ours goes too, once nothing runs
+  /// on it (the next GET wires up a fresh pair).
+  void on_goodbye(uint64_t worker_id) {
+    if (activity.goodbye(worker_id))
+      retire_endpoint(worker_id, endpoint_close_reason::goodbye);
+  }
+
+  void close_goodbyes_ready() {
+    for (auto peer : activity.goodbye_ready())
+      retire_endpoint(peer, endpoint_close_reason::goodbye);
+  }
+
+  /// An operation on the peer's endpoint ended: its idle clock restarts.
+  void finished(uint64_t worker_id) {
+    activity.finished(worker_id, clock_type::now());
+    close_goodbyes_ready();
+  }
+
+  bool uses(const std::list<pending_get>& list, uint64_t worker_id) const {
+    for (auto& g : list)
+      if (g.worker_id == worker_id)
+        return true;
+    return false;
+  }
+
+  /// Closes the peer's endpoint now, or once no abandoned GET uses it; its
+  /// unpacked keys go with it.
+  void retire_endpoint(uint64_t worker_id, endpoint_close_reason why) {
+    auto i = endpoints.find(worker_id);
+    if (i == endpoints.end())
+      return;
+    rkeys.invalidate_peer(worker_id);
+    wireups.erase(worker_id);
+    if (uses(abandoned, worker_id))
+      retired.emplace_back(worker_id, std::move(i->second));
+    else if (why == endpoint_close_reason::peer_down)
+      i->second.close(std::chrono::milliseconds{50}); // a dead peer: no flush wait
+    else
+      i->second.close(quiet_close_limit);
+    endpoints.erase(i);
+    activity.closed(worker_id);
+    count_close(why);
+    update_gauge();
+  }
+
+  void close_unused_retired() {
+    for (auto i = retired.begin(); i != retired.end();) {
+      if (uses(abandoned, i->first)) {
+        ++i;
+        continue;
+      }
+      i->second.close(std::chrono::milliseconds{50});
+      i = retired.erase(i);
+    }
+  }
+
+  void update_gauge() {
+    if (metrics && metrics->abandoned_gets)
+      metrics->abandoned_gets->Set(static_cast<double>(abandoned.size()));
+    if (metrics && metrics->ucx_endpoints)
+      metrics->ucx_endpoints->Set(static_cast<double>(endpoints.size() + retired.size()));
+  }
+
+  /// Answers `g` get_failed and keeps it (with its destination) until UCX
+  /// finishes it; a GET that finished meanwhile is simply dropped.
+  void abandon(std::list<pending_get>::iterator i, std::string why) {
+    auto& g = *i;
+    spdlog::warn("UCX GET from worker {:016x} given up: {}", g.worker_id, why);
+    if (g.done_at && g.failure)
+      g.rp.deliver(g.failure);
+    else if (g.request.pending())
+      g.rp.deliver(make_error(errc::get_abandoned, std::move(why)));
+    else
+      g.rp.deliver(make_error(errc::get_failed, std::move(why)));
+    if (g.request.pending()) {
+      abandoned.splice(abandoned.end(), gets, i); // still outstanding
+    } else {
+      auto peer = g.worker_id;
+      gets.erase(i);
+      finished(peer);
+    }
+    update_gauge();
+  }
+
+  void abandon_peer(uint64_t worker_id, const std::string& why) {
+    for (auto i = gets.begin(); i != gets.end();) {
+      auto next = std::next(i);
+      if (i->worker_id == worker_id)
+        abandon(i, why);
+      i = next;
+    }
+  }
+
+  /// The key for a GET: from the cache when `generation` is known and the
+  /// same (peer, generation, packed key) was unpacked on this endpoint
+  /// before, else unpacked (and cached when `generation` is known).
+  ucx_result<ucx_remote_key> key_for(ucx_endpoint& ep, uint64_t worker_id,
+                                     std::optional<uint64_t> generation,
+                                     const std::vector<uint8_t>& rkey, uint64_t len) {
+    if (!generation || !cache_rkeys)
+      return ep.unpack_rkey(rkey);
+    rkey_cache_key k{worker_id, *generation, rkey};
+    auto usable = [&ep](const ucx_remote_key& key) { return key.belongs_to(ep); };
+    if (auto* hit = rkeys.find(k, len, usable))
+      return hit->clone();
+    auto key = ep.unpack_rkey(rkey);
+    if (!key)
+      return key;
+    rkeys.insert(std::move(k), key->clone(), len);
+    return key;
+  }
+
+  ucx_endpoint* endpoint_for(uint64_t worker_id, std::string& why) {
+    if (auto i = endpoints.find(worker_id); i != endpoints.end())
+      return &i->second;
+    auto a = addresses.find(worker_id);
+    if (a == addresses.end()) {
+      why = "no UCX address for worker " + std::to_string(worker_id);
+      return nullptr;
+    }
+    auto ep = ucx_endpoint::connect(worker, a->second);
+    if (!ep) {
+      why = ep.error_message();
+      return nullptr;
+    }
+    // Idle time starts when ucp_ep_create returned.
+    activity.opened(worker_id, clock_type::now());
+    ++endpoints_created;
+    auto* out = &endpoints.emplace(worker_id, std::move(*ep)).first->second;
+    update_gauge();
+    return out;
+  }
+
+  void start_get(caf::blocking_actor* self, uint64_t worker_id,
+                 std::optional<uint64_t> generation, uint64_t addr, uint64_t len,
+                 const std::vector<uint8_t>& rkey, pinned_ptr dest) {
+    pending_get g;
+    g.rp = self->make_response_promise();
+    g.started = clock_type::now();
+    g.deadline = g.started + get_timeout;
+    g.worker_id = worker_id;
+    g.dest = std::move(dest);
+    auto fail = [&](std::string why) {
+      g.rp.deliver(make_error(errc::get_failed, std::move(why)));
+    };
+#ifdef FERRY_TEST_HOOKS
+    if (faults.fail_gets)
+      return fail("fault hook: GET failed");
+#endif
+    if (!g.dest || g.dest->size() < len)
+      return fail("destination smaller than the GET");
+    std::string why;
+    auto* ep = endpoint_for(worker_id, why);
+    if (ep == nullptr)
+      return fail(why);
+    auto key = key_for(*ep, worker_id, generation, rkey, len);
+    if (!key)
+      return fail("rkey: " + key.error_message());
+    g.key = std::move(*key);
+    auto req = post_get(worker, *ep, g.key, addr, g.dest->data(), len);
+    if (!req) {
+      if (generation) // do not keep a key that did not post
+        rkeys.erase(rkey_cache_key{worker_id, *generation, rkey});
+      return fail("post: " + req.error_message());
+    }
+    g.request = std::move(*req);
+    activity.started(worker_id, clock_type::now());
+    gets.push_back(std::move(g));
+    last_motion = clock_type::now();
+  }
+
+  /// Completes what UCX finished and abandons what passed its deadline;
+  /// returns true when something changed.
+  bool reap_gets() {
+    bool changed = false;
+    auto now = clock_type::now();
+    for (auto i = gets.begin(); i != gets.end();) {
+      auto& g = *i;
+      if (!g.done_at) {
+        auto r = g.request.test();
+        if (r.state == ucx_get_state::in_progress) {
+          auto next = std::next(i);
+          if (now >= g.deadline) {
+            abandon(i, "GET did not finish within "
+                         + std::to_string(get_timeout.count()) + " ms");
+            changed = true;
+          }
+          i = next;
+          continue;
+        }
+        if (!r.ok())
+          g.failure = make_error(errc::get_failed, r.error);
+        else
+          spdlog::debug("UCX GET from worker {:016x}: UCX finished it", g.worker_id);
+        g.done_at = now;
+        changed = true;
+      }
+      if (*g.done_at + faults.get_delay > now) {
+        ++i;
+        continue;
+      }
+      if (g.failure) {
+        g.rp.deliver(g.failure);
+      } else {
+        auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+          *g.done_at - g.started);
+        g.rp.deliver(static_cast<uint64_t>(ns.count()));
+      }
+      auto peer = g.worker_id;
+      i = gets.erase(i);
+      finished(peer);
+      changed = true;
+    }
+    return changed;
+  }
+
+  /// Drops abandoned GETs that UCX finished at last (their destinations
+  /// return), and closes endpoints they kept open.
+  void reap_abandoned() {
+    bool changed = false;
+    for (auto i = abandoned.begin(); i != abandoned.end();) {
+      if (i->request.test().state == ucx_get_state::in_progress) {
+        ++i;
+        continue;
+      }
+      auto peer = i->worker_id;
+      i = abandoned.erase(i);
+      finished(peer);
+      changed = true;
+    }
+    if (changed) {
+      close_unused_retired();
+      update_gauge();
+    }
+  }
+
+  /// Our descriptors out make peers' emulated GETs need our progress.
+  bool serving() const { return holds > 0 && !faults.no_progress; }
+  bool busy() const { return !gets.empty() || serving() || !wireups.empty(); }
+
+  /// How long an idle engine may sleep on its mailbox.
+  std::chrono::milliseconds idle_sleep() const {
+    auto sleep = abandoned.empty() ? std::chrono::milliseconds{1000} : abandoned_poll;
+    if (activity.reaping() && activity.open() > 0) {
+      auto until = std::chrono::ceil<std::chrono::milliseconds>(activity.next_scan()
+                                                                - clock_type::now());
+      sleep = std::clamp(until, std::chrono::milliseconds{1}, sleep);
+    }
+    return sleep;
+  }
+
+  /// Progresses the worker until it has nothing left; answers whether
+  /// anything moved.
+  bool drain_progress() {
+    if (faults.no_progress && gets.empty())
+      return false;
+    bool moved = false;
+    while (worker.progress() > 0)
+      moved = true;
+    return moved;
+  }
+
+  /// At stop: nothing may be left for UCX to write after its memory goes.
+  void teardown() {
+    for (auto& g : gets) // UCX stops before the worker goes
+      g.rp.deliver(make_error(errc::get_failed, "UCX engine stopped"));
+    for (auto* list : {&gets, &abandoned})
+      for (auto& g : *list)
+        if (g.request.pending())
+          lent.push_back(g.dest);
+    gets.clear();
+    abandoned.clear();
+    rkeys.clear(); // the keys go before their endpoints and worker
+    for (size_t n = 0; n < endpoints.size() + retired.size(); ++n)
+      count_close(endpoint_close_reason::shutdown);
+    retired.clear();
+    endpoints.clear();
+    wireups.clear();
+    warm->clear();
+    update_gauge();
+  }
+
+  std::string stat() const {
+    auto c = rkeys.stats();
+    auto w = warm->stats();
+    return nlohmann::json{
+      {"rkey_cache",
+       {{"hits", c.hits},
+        {"unpacks", c.unpacks},
+        {"evictions", c.evictions},
+        {"invalidations", c.invalidations},
+        {"entries", c.entries},
+        {"bytes", c.bytes}}},
+      {"warm_destination",
+       {{"kept", w.kept},
+        {"reused", w.reused},
+        {"dropped", w.dropped},
+        {"held_bytes", w.held_bytes}}},
+      {"gets_in_flight", gets.size()},
+      {"gets_abandoned", abandoned.size()},
+      {"endpoints",
+       {{"open", endpoints.size() + retired.size()},
+        {"created", endpoints_created},
+        {"eager_wireups", eager_wireups_done},
+        {"wireups_pending", wireups.size()},
+        {"idle_timeout_ms", activity.timeout().count()},
+        {"closed",
+         {{"idle", closed_by[0]},
+          {"peer_down", closed_by[1]},
+          {"goodbye", closed_by[2]},
+          {"shutdown", closed_by[3]}}}}}}
+      .dump();
+  }
+};
+
+void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
+  auto handlers = [&](auto&& on_timeout) {
+    self->receive(
+      [&](ucx_peer_atom, uint64_t worker_id, std::vector<char>& address,
+          caf::actor& gateway) {
+        e->set_address(worker_id, std::move(address), std::move(gateway));
+      },
+      [&](ucx_goodbye_atom, uint64_t worker_id) { e->on_goodbye(worker_id); },
+      [&](ucx_forget_atom, uint64_t worker_id) { e->forget(worker_id); },
+      [&](ucx_hold_atom, int64_t delta) { e->holds += delta; },
+      [&](ucx_get_atom, uint64_t worker_id, uint64_t generation, uint64_t addr,
+          uint64_t len, std::vector<uint8_t>& rkey, pinned_ptr& dest) {
+        e->start_get(self, worker_id, generation, addr, len, rkey, std::move(dest));
+      },
+      [&](ucx_get_atom, uint64_t worker_id, uint64_t addr, uint64_t len,
+          std::vector<uint8_t>& rkey, pinned_ptr& dest) {
+        e->start_get(self, worker_id, std::nullopt, addr, len, rkey, std::move(dest));
+      },
+      [&](stat_atom) -> std::string { return e->stat(); },
+      [&](caf::exit_msg&) { e->running = false; },
+      caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
+        return caf::sec::unexpected_message;
+      },
+      caf::after(on_timeout) >> [] {});
+  };
+  while (e->running) {
+    e->warm->expire();
+    if (!e->abandoned.empty()) {
+      if (!e->faults.no_progress)
+        e->worker.progress();
+      e->reap_abandoned();
+    }
+    e->check_wireups();
+    e->reap_idle(self);
+    if (!e->busy()) {
+      // Idle: sleep on the mailbox (looking at abandoned GETs now and then,
+      // waking for the idle reaper's next scan).
+      handlers(e->idle_sleep());
+      continue;
+    }
+    if (e->drain_progress())
+      e->last_motion = clock_type::now();
+    bool changed = e->reap_gets();
+    while (self->has_next_message() && e->running)
+      handlers(std::chrono::seconds(0)), changed = true;
+    if (changed) {
+      e->last_motion = clock_type::now();
+      continue;
+    }
+    if (!e->busy())
+      continue;
+    if ((!e->gets.empty() || e->serving())
+        && clock_type::now() - e->last_motion < spin_window) {
+      // A GET moves (ours, or a peer's that our worker serves: over an
+      // emulated transport each fragment needs our progress): poll.
+      // Shared-memory transports move a large GET in fragments, one per
+      // progress call, and raise no event.
+      std::this_thread::yield();
+      continue;
+    }
+    // Nothing moves (our descriptors out, or a GET that stalled): sleep
+    // until UCX has events or a sender signals, at most a few ms.
+    e->worker.wait_for_events(std::chrono::milliseconds(e->gets.empty() ? 2 : 5));
+  }
+  e->teardown();
+}
+
+} // namespace
+
+ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
+                                std::vector<char>& worker_address) {
+  auto worker = ucx_worker::create(*start.context);
+  if (!worker) {
+    spdlog::warn("UCX worker: {}", worker.error_message());
+    return {};
+  }
+  auto warm = std::make_shared<warm_destination>(start.warm);
+  auto e = std::make_shared<engine>(engine{
+    start.context, {}, std::move(*worker), start.faults, start.get_timeout,
+    start.metrics, {}, {}, {}, {}, {}, 0, true,
+    rkey_cache<ucx_remote_key>{start.rkey_cache}, start.rkey_cache_enabled, warm});
+  e->own_worker_id = start.worker_id;
+  e->eager = start.eager_endpoints;
+  e->activity = endpoint_activity{start.ep_idle_timeout};
+  worker_address = e->worker.address();
+  auto shared_worker = e->worker.shared_native();
+  auto actor = sys.spawn(engine_loop, e);
+  return ucx_engine_ref{actor, shared_worker, warm};
+}
+
+} // namespace ferry

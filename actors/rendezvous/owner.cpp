@@ -1,0 +1,637 @@
+#include "actors/rendezvous/owner.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/stateful_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <caf/typed_response_promise.hpp>
+#include <nlohmann/json.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/rdma/rdma_metrics.hpp"
+#include "actors/rendezvous/bulk_copier.hpp"
+#include "actors/rendezvous/lease_holders.hpp"
+#include "actors/rendezvous/lease_reaper.hpp"
+#include "actors/rendezvous/owner_metrics.hpp"
+#include "actors/rendezvous/path_metrics.hpp"
+#include "actors/rendezvous/slot_store.hpp"
+#include "protocol/errors.hpp"
+#include "protocol/rdma_descriptor.hpp"
+#include "protocol/rv_messages.hpp"
+
+namespace ferry {
+
+namespace {
+
+struct owner_state {
+  owner_state() : store(0) {}
+  slot_store store;
+  lease_holders holders; // the node behind each lease
+  owner_config cfg;
+  owner_metrics* metrics = nullptr;
+  owner_rdma_links rdma;
+  int64_t reported_holds = 0; // RDMA leases the engine was told about
+  bool draining = false;
+  // The registered blocks the shutdown drain copied slots out of. A peer's
+  // GET abandoned on its side may still be queued in our UCX worker (over
+  // tcp the worker serves it by reading the block), so they stay mapped
+  // until the owner ends, after the node stopped its UCX engine.
+  std::vector<pinned_ptr> demoted;
+  lease_reaper_actor reaper;
+  bool reaper_armed = false; // until a sweep reports no deadline left
+  std::vector<caf::typed_response_promise<chunk_bytes>> stalled; // test hook
+  static inline const char* name = "ferry.owner";
+};
+
+using owner_ptr = owner_actor::stateful_pointer<owner_state>;
+
+slot_store::time_point now(owner_ptr self) {
+  return self->clock().now();
+}
+
+void update_gauges(owner_ptr self) {
+  auto* m = self->state.metrics;
+  if (!m)
+    return;
+  auto s = self->state.store.current_stats();
+  m->slots->Set(static_cast<double>(s.slots));
+  m->staged_bytes->Set(static_cast<double>(s.staged_bytes));
+  m->leases->Set(static_cast<double>(s.leases));
+}
+
+void arm_reaper_if_needed(owner_ptr self) {
+  auto& st = self->state;
+  if (!st.reaper || st.reaper_armed || !st.store.has_deadlines())
+    return;
+  self->send(st.reaper, arm_atom::value);
+  st.reaper_armed = true;
+}
+
+void count_path(owner_ptr self, path_reason reason) {
+  if (self->state.metrics)
+    self->state.metrics->paths->count(reason == path_reason::ok
+                                        ? transfer_path::rdma
+                                        : transfer_path::chunked,
+                                      reason);
+}
+
+/// Tells the engine how many descriptors are out, so it progresses the
+/// worker for emulated GETs while any is.
+void sync_holds(owner_ptr self) {
+  auto& st = self->state;
+  auto now_out = static_cast<int64_t>(st.store.rdma_leases());
+  if (now_out == st.reported_holds || !st.rdma.engine)
+    return;
+  caf::anon_send(st.rdma.engine.actor(), ucx_hold_atom::value,
+                 now_out - st.reported_holds);
+  st.rdma.engine.wake();
+  st.reported_holds = now_out;
+}
+
+/// The holder id of the node that sent the current message (0: this node),
+/// watching one of its actors so a dropped connection is noticed even for
+/// a node that never said hello.
+uint64_t holder_of_sender(owner_ptr self) {
+  const auto& sender = self->current_sender();
+  if (!sender || sender->node() == self->node())
+    return 0;
+  auto& holders = self->state.holders;
+  auto id = holders.id_for(sender->node());
+  if (holders.watch(sender->address()))
+    self->monitor(sender);
+  return id;
+}
+
+/// not_registered for a remote sender whose node never said hello (none
+/// when the sender is local, registered, or nothing is checked).
+caf::error refuse_stranger(owner_ptr self) {
+  const auto& peers = self->state.rdma.peers;
+  const auto& sender = self->current_sender();
+  if (!peers || !sender || sender->node() == self->node() || peers->knows_node(sender->node()))
+    return caf::none;
+  return make_error(errc::not_registered,
+                    "rendezvous calls are answered to registered peers only");
+}
+
+/// A node went away: every lease and transfer it held here ends now.
+void drop_node(owner_ptr self, const caf::node_id& node) {
+  auto id = self->state.holders.forget(node);
+  if (!id)
+    return;
+  auto dropped = self->state.store.drop_holder(*id);
+  if (dropped == 0)
+    return;
+  spdlog::info("owner: {} leases of node {} ended: it went away", dropped,
+               to_string(node));
+  if (auto* m = self->state.metrics)
+    m->leases_dropped_peer_down->Increment(static_cast<double>(dropped));
+  sync_holds(self);
+  update_gauges(self);
+}
+
+bool offers_ucx(const rv_acquire_request& req) {
+  for (auto& b : req.rdma->backends)
+    if (b == "ucx")
+      return true;
+  return false;
+}
+
+/// The path decision: the first failing check names the reason, in the
+/// spec's order (offer, registry, kill switch, pinned, size, backend,
+/// draining). The descriptor check (8) happens when it is encoded.
+path_reason path_for(owner_ptr self, const rv_acquire_request& req,
+                     const pinned_ptr& block, uint64_t total_len) {
+  const auto& cfg = self->state.cfg;
+  if (!req.rdma)
+    return path_reason::no_offer;
+  if (!cfg.rdma_configured)
+    return path_reason::not_configured;
+  if (!cfg.rdma_enabled)
+    return path_reason::kill_switch;
+  if (!block)
+    return path_reason::not_pinned;
+  if (total_len < cfg.rdma_min_bytes)
+    return path_reason::below_min;
+  if (!offers_ucx(req))
+    return path_reason::no_offer;
+  if (self->state.draining)
+    return path_reason::draining;
+  return path_reason::ok;
+}
+
+/// Test hook: corrupts an encoded descriptor the way a broken owner would.
+void apply_descriptor_fault(const std::string& fault, std::vector<uint8_t>& d) {
+  if (fault == "unknown_backend")
+    d[0] = 0x7f;
+  else if (fault == "truncated")
+    d.resize(d.size() - 1);
+  else if (fault == "trailing_byte")
+    d.push_back(0);
+  else if (fault == "lying_key_length" && d.size() > 28)
+    d[27] = static_cast<uint8_t>(d[27] + 1); // rkey_len one too large
+}
+
+/// Builds the RDMA answer, or nullopt when the descriptor does not encode.
+std::optional<rv_acquire_response>
+grant_rdma(owner_ptr self, const data_handle& h, uint64_t holder) {
+  auto& st = self->state;
+  auto grant = st.store.acquire_rdma(h, now(self), st.cfg.lease_timeout, holder);
+  if (!grant || !grant->block)
+    return std::nullopt;
+  rdma_descriptor d;
+  d.generation = grant->block->generation();
+  d.addr = grant->block->address();
+  d.len = grant->total_len;
+  d.rkey = grant->block->rkey();
+  auto bytes = encode_descriptor(d);
+  if (bytes.empty()) {
+    st.store.detach(h, grant->lease_id);
+    return std::nullopt;
+  }
+#ifdef FERRY_TEST_HOOKS
+  if (!st.cfg.test_descriptor_fault.empty())
+    apply_descriptor_fault(st.cfg.test_descriptor_fault, bytes);
+#endif
+  rv_acquire_response resp;
+  resp.rdma = rv_rdma_grant{grant->lease_id, std::move(bytes),
+                            static_cast<uint64_t>(st.cfg.lease_timeout.count()),
+                            grant->total_len};
+  return resp;
+}
+
+/// The reaper ticks for chunked deadlines and TTLs (sweep_period) and, with
+/// an RDMA path, every half lease timeout (10 ms floor).
+std::chrono::milliseconds reaper_period(const owner_config& cfg) {
+  auto period = cfg.sweep_period;
+  if (cfg.rdma_configured)
+    period = std::min(period, std::max(std::chrono::milliseconds{10},
+                                       cfg.lease_timeout / 2));
+  return period;
+}
+
+/// A time-to-live in ms as the store takes it (0: none).
+std::optional<slot_store::duration> ttl_of(uint64_t ttl_ms) {
+  if (ttl_ms == 0)
+    return std::nullopt;
+  return std::chrono::milliseconds{ttl_ms};
+}
+
+/// After a slot was added: the reaper armed if it has work, the gauges.
+data_handle staged(owner_ptr self, data_handle h) {
+  arm_reaper_if_needed(self);
+  update_gauges(self);
+  return h;
+}
+
+/// Stages bytes in plain memory.
+data_handle stage_plain(owner_ptr self, byte_buffer bytes, uint64_t ttl_ms) {
+  return staged(self, self->state.store.register_data(std::move(bytes), now(self),
+                                                      ttl_of(ttl_ms)));
+}
+
+/// Stages `len` bytes of a pinned block (an arena block, or a payload
+/// registered in place).
+data_handle stage_block(owner_ptr self, pinned_ptr block, uint64_t len, uint64_t ttl_ms) {
+  return staged(self, self->state.store.register_pinned(std::move(block), len, now(self),
+                                                        ttl_of(ttl_ms)));
+}
+
+/// The pool refused registered memory: plain memory, the reason counted.
+data_handle stage_refused(owner_ptr self, const caf::error& why, byte_buffer bytes,
+                          uint64_t ttl_ms) {
+  count_path(self, is(why, errc::budget_exhausted) ? path_reason::budget
+                                                    : path_reason::pool_exhausted);
+  return stage_plain(self, std::move(bytes), ttl_ms);
+}
+
+/// Stages a range of a caller's registered region with no copy: the slot
+/// takes the region's anchor first and only then reads its state.
+caf::expected<data_handle> stage_in_region(owner_ptr self,
+                                           external_region_ptr region,
+                                           uint64_t offset, uint64_t len,
+                                           uint64_t ttl_ms) {
+  if (!region || !region->mapped())
+    return make_error(errc::invalid_argument, "the region is not registered");
+  if (offset > region->size() || len > region->size() - offset)
+    return make_error(errc::invalid_argument,
+                      "range [" + std::to_string(offset) + ", +"
+                        + std::to_string(len) + ") is outside the region's "
+                        + std::to_string(region->size()) + " bytes");
+  auto anchor = region->try_anchor();
+  if (!anchor || region->latched())
+    return make_error(errc::draining, "the region is being unregistered");
+  if (len == 0) // nothing to GET: an empty plain slot, no anchor kept
+    return stage_plain(self, {}, ttl_ms);
+  auto view = std::make_shared<pinned_block>(
+    region->data() + offset, len, region->address() + offset, region->rkey(),
+    region->generation(), [anchor] {});
+  return staged(self, self->state.store.register_in_region(std::move(view),
+                                                          std::move(region), offset,
+                                                          len, now(self), ttl_of(ttl_ms)));
+}
+
+/// Asks the pool to unregister an in-place region once the slot staged in
+/// it lets go of its view (the pool frees the bytes after the unmap).
+class unregister_when_released {
+public:
+  unregister_when_released(arena_pool_actor pool, external_region_ptr region,
+                           uint64_t timeout_ms)
+    : pool_(std::move(pool)), region_(std::move(region)), timeout_ms_(timeout_ms) {}
+  unregister_when_released(const unregister_when_released&) = delete;
+  unregister_when_released& operator=(const unregister_when_released&) = delete;
+  ~unregister_when_released() {
+    caf::anon_send(pool_, region_unregister_atom::value, std::move(region_), timeout_ms_);
+  }
+
+private:
+  arena_pool_actor pool_;
+  external_region_ptr region_;
+  uint64_t timeout_ms_;
+};
+
+/// Registers a large payload where it lies (a region that owns the bytes)
+/// and stages it there: no copy. Refused registrations (the budget) stage
+/// it in plain memory with the reason counted.
+caf::result<data_handle> stage_in_place(owner_ptr self, byte_buffer& bytes,
+                                        uint64_t ttl_ms) {
+  auto* data = bytes.data();
+  auto size = static_cast<uint64_t>(bytes.size());
+  auto region = std::make_shared<external_region>(data, size, std::move(bytes));
+  auto rp = self->make_response_promise<data_handle>();
+  auto pool = self->state.rdma.pool;
+  auto timeout = self->state.cfg.request_timeout;
+  self->request(pool, timeout, region_register_atom::value, region)
+    .then(
+      [=](uint64_t) mutable {
+        // The slot is the region's only user: a pinned slot over a view
+        // that keeps the region anchored and, once the slot lets it go,
+        // unregisters it. Like an arena slot, the shutdown drain demotes it.
+        auto anchor = region->try_anchor();
+        auto keep = std::make_shared<unregister_when_released>(
+          pool, region, static_cast<uint64_t>(timeout.count()));
+        if (!anchor) {
+          rp.deliver(make_error(errc::draining, "the node is shutting down"));
+          return;
+        }
+        auto view = std::make_shared<pinned_block>(
+          region->data(), size, region->address(), region->rkey(), region->generation(),
+          [anchor, keep] {});
+        rp.deliver(stage_block(self, std::move(view), size, ttl_ms));
+      },
+      [=](caf::error& err) mutable {
+        rp.deliver(stage_refused(self, err, region->take_unregistered_owned(), ttl_ms));
+      });
+  return rp;
+}
+
+/// Stages bytes in registered memory when it can, else in plain memory
+/// with the reason counted, copying them (off this thread) into an arena
+/// block. `may_map` false is the messenger's transparent staging: it uses
+/// arenas already mapped only, and registers a payload of
+/// register_in_place_min or more where it lies instead (no copy; a
+/// transparent payload is read once, so the one-sided reads an arena
+/// allows matter less than the pass the copy costs).
+caf::result<data_handle> stage_pinned(owner_ptr self, byte_buffer& bytes,
+                                      uint64_t ttl_ms, bool may_map) {
+  const auto& cfg = self->state.cfg;
+  // No UCX, nothing to GET, or shutting down: plain memory.
+  if (!cfg.rdma_configured || bytes.empty() || self->state.draining)
+    return stage_plain(self, std::move(bytes), ttl_ms);
+  if (!cfg.rdma_enabled) {
+    count_path(self, path_reason::kill_switch);
+    return stage_plain(self, std::move(bytes), ttl_ms);
+  }
+  if (!may_map && cfg.register_in_place_min > 0
+      && bytes.size() >= cfg.register_in_place_min)
+    return stage_in_place(self, bytes, ttl_ms);
+  auto rp = self->make_response_promise<data_handle>();
+  auto shared = std::make_shared<byte_buffer>(std::move(bytes));
+  self
+    ->request(self->state.rdma.pool, self->state.cfg.request_timeout,
+              pool_alloc_atom::value,
+              static_cast<uint64_t>(shared->size()), may_map)
+    .then(
+      [=](pinned_ptr& block) mutable {
+        auto stage = [=]() mutable {
+          rp.deliver(stage_block(self, block, shared->size(), ttl_ms));
+        };
+        // A large payload is copied off this thread; the job keeps the
+        // bytes and the block alive even if its answer comes too late.
+        auto keep = std::make_shared<std::pair<std::shared_ptr<byte_buffer>, pinned_ptr>>(
+          shared, block);
+        copy_then(
+          self, self->state.rdma.copier,
+          copy_job{block->data(), shared->data(), shared->size(), keep, nullptr},
+          self->state.cfg.transfer_timeout, stage,
+          [=](caf::error& err) mutable {
+            rp.deliver(make_error(errc::timeout,
+                                  "the copy into registered memory did "
+                                  "not finish: " + describe(err)));
+          });
+      },
+      [=](caf::error& err) mutable {
+        rp.deliver(stage_refused(self, err, std::move(*shared), ttl_ms));
+      });
+  return rp;
+}
+
+owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
+                                 owner_config cfg, owner_metrics* metrics,
+                                 owner_rdma_links rdma) {
+  self->state.store = slot_store{worker_id, cfg.chunk_size};
+  self->state.cfg = cfg;
+  self->state.metrics = metrics;
+  self->state.rdma = rdma;
+  if (!rdma.pool)
+    self->state.cfg.rdma_configured = false;
+  self->state.reaper = spawn_lease_reaper(self->system(), self,
+                                          reaper_period(self->state.cfg));
+  self->link_to(self->state.reaper);
+  self->set_down_handler([=](caf::down_msg& dm) {
+    // The middleman kills a node's proxies with this reason when its
+    // connection drops (killed, or silent past the heartbeat timeout).
+    if (dm.reason == caf::exit_reason::remote_link_unreachable)
+      drop_node(self, dm.source.node());
+    else
+      self->state.holders.unwatch(dm.source);
+  });
+  return {
+    [=](rv_metadata_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
+      auto req = decode<rv_metadata_request>(body);
+      if (!req)
+        return req.error();
+      auto md = self->state.store.metadata(req->handle);
+      if (!md)
+        return md.error();
+      return encode(*md);
+    },
+    [=](rv_acquire_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
+      auto req = decode<rv_acquire_request>(body);
+      if (!req)
+        return req.error();
+      auto block = self->state.store.pinned_block_of(req->handle);
+      if (!block)
+        return block.error();
+      auto total = self->state.store.metadata(req->handle)->total_len;
+      auto reason = path_for(self, *req, *block, total);
+      auto holder = holder_of_sender(self);
+      if (reason == path_reason::ok) {
+        if (auto resp = grant_rdma(self, req->handle, holder)) {
+          count_path(self, path_reason::ok);
+          // Answer first: the book-keeping below wakes the reaper and the
+          // UCX engine, which would otherwise compete with the reply for
+          // the CPU. The engine hears of the hold well before the GET
+          // could arrive (a one-way trip later at the earliest), and a
+          // GET that came first would only wait for it.
+          auto rp = self->make_response_promise<std::string>();
+          rp.deliver(encode(*resp));
+          arm_reaper_if_needed(self);
+          sync_holds(self);
+          update_gauges(self);
+          return rp;
+        }
+        reason = path_reason::not_pinned; // check 8: the staging is gone
+      }
+      auto lease_deadline = std::chrono::milliseconds{req->lease_ms};
+      auto ready = self->state.store.acquire(req->handle, now(self),
+                                             lease_deadline, holder);
+      if (!ready)
+        return ready.error();
+      count_path(self, reason);
+      arm_reaper_if_needed(self);
+      update_gauges(self);
+      rv_acquire_response resp;
+      resp.ready = *ready;
+      return encode(resp);
+    },
+    [=](rv_pull_atom, const std::string& body) -> caf::result<chunk_bytes> {
+      if (auto err = refuse_stranger(self))
+        return err;
+      auto req = decode<rv_pull_request>(body);
+      if (!req)
+        return req.error();
+      auto chunk = self->state.store.pull(req->transfer_id, req->index,
+                                          now(self));
+      if (!chunk)
+        return chunk.error();
+#ifdef FERRY_TEST_HOOKS
+      if (req->index >= self->state.cfg.stall_pulls_from) {
+        auto rp = self->make_response_promise<chunk_bytes>();
+        self->state.stalled.push_back(rp);
+        return rp;
+      }
+#endif
+      if (auto* m = self->state.metrics) {
+        m->chunks_served->Increment();
+        m->bytes_served->Increment(static_cast<double>(chunk->size()));
+      }
+      return std::move(*chunk);
+    },
+    [=](unstage_atom, const data_handle& h) -> caf::result<bool> {
+      const auto& sender = self->current_sender();
+      if (!sender || sender->node() != self->node())
+        return make_error(errc::protocol_violation, "unstage is local only");
+      auto freed = self->state.store.unref(h);
+      if (!freed)
+        return freed.error();
+      update_gauges(self);
+      return *freed;
+    },
+    [=](rv_ref_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
+      auto req = decode<rv_ref_request>(body);
+      if (!req)
+        return req.error();
+      auto count = self->state.store.ref(req->handle);
+      if (!count)
+        return count.error();
+      return encode(rv_ref_response{*count});
+    },
+    [=](rv_detach_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
+      auto req = decode<rv_detach_request>(body);
+      if (!req)
+        return req.error();
+      if (auto err = self->state.store.detach(req->handle, req->lease_id))
+        return err;
+      sync_holds(self);
+      update_gauges(self);
+      return std::string{"{}"};
+    },
+    [=](rv_release_atom, const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
+      auto req = decode<rv_release_request>(body);
+      if (!req)
+        return req.error();
+      auto resp = self->state.store.release(req->handle, req->lease_id);
+      if (!resp)
+        return resp.error();
+      sync_holds(self);
+      update_gauges(self);
+      return encode(*resp);
+    },
+    [=](rv_lease_renew_atom,
+        const std::string& body) -> caf::result<std::string> {
+      if (auto err = refuse_stranger(self))
+        return err;
+      auto req = decode<rv_lease_renew_request>(body);
+      if (!req)
+        return req.error();
+      if (req->held) {
+        if (auto err = self->state.store.hold(req->handle, req->lease_id))
+          return err;
+        sync_holds(self);
+        return std::string{"{}"};
+      }
+      if (auto err = self->state.store.renew(req->handle, req->lease_id,
+                                             now(self)))
+        return err;
+      return std::string{"{}"};
+    },
+    [=](register_atom, byte_buffer& bytes, uint64_t ttl_ms) -> data_handle {
+      return stage_plain(self, std::move(bytes), ttl_ms);
+    },
+    [=](register_pinned_atom, byte_buffer& bytes,
+        uint64_t ttl_ms) -> caf::result<data_handle> {
+      return stage_pinned(self, bytes, ttl_ms, true);
+    },
+    [=](register_pinned_atom, byte_buffer& bytes, uint64_t ttl_ms,
+        bool may_map) -> caf::result<data_handle> {
+      return stage_pinned(self, bytes, ttl_ms, may_map);
+    },
+    [=](region_stage_atom, external_region_ptr& region, uint64_t offset,
+        uint64_t len, uint64_t ttl_ms) -> caf::result<data_handle> {
+      return stage_in_region(self, std::move(region), offset, len, ttl_ms);
+    },
+    [=](drain_atom) -> caf::result<uint64_t> {
+      self->state.draining = true;
+      // The lease reaper stops (unlinked first: its exit must not end the
+      // owner), and stays stopped: an armed flag never re-arms it.
+      if (auto& reaper = self->state.reaper) {
+        self->unlink_from(reaper);
+        self->send_exit(reaper, caf::exit_reason::user_shutdown);
+        reaper = nullptr;
+        self->state.reaper_armed = true;
+      }
+      // Small slots are copied here, large ones on the bulk copier; the
+      // answer waits for the last copy (the loop itself counts as one, so
+      // copies done inline cannot answer before the loop is through).
+      struct progress {
+        size_t waiting = 1;
+        uint64_t demoted = 0;
+      };
+      auto left = std::make_shared<progress>();
+      auto rp = self->make_response_promise<uint64_t>();
+      auto one_done = [=](bool took) mutable {
+        left->demoted += took ? 1 : 0;
+        if (--left->waiting == 0) {
+          update_gauges(self);
+          rp.deliver(left->demoted);
+        }
+      };
+      for (auto& d : self->state.store.plan_demotion()) {
+        ++left->waiting;
+        auto out = std::make_shared<byte_buffer>();
+        copy_then(
+          self, self->state.rdma.copier,
+          copy_job{nullptr, d.block->data(), d.len, d.block, out},
+          self->state.cfg.transfer_timeout,
+          [=]() mutable {
+            bool took = self->state.store.finish_demotion(d, std::move(*out));
+            if (took)
+              self->state.demoted.push_back(d.block);
+            one_done(took);
+          },
+          [=](caf::error&) mutable { one_done(false); });
+      }
+      one_done(false); // the loop's own count
+      return rp;
+    },
+    [=](peer_down_atom, const caf::node_id& node) { drop_node(self, node); },
+    [=](sweep_atom) -> bool {
+      auto result = self->state.store.sweep(now(self));
+      if (auto* m = self->state.metrics) {
+        m->leases_expired->Increment(static_cast<double>(result.leases_expired));
+        m->slots_expired->Increment(static_cast<double>(result.slots_expired));
+      }
+      if (auto* r = self->state.rdma.metrics)
+        r->leases_reaped->Increment(static_cast<double>(result.rdma_leases_reaped));
+      sync_holds(self);
+      update_gauges(self);
+      // The reaper goes idle on false and waits for the next arm.
+      self->state.reaper_armed = self->state.store.has_deadlines();
+      return self->state.reaper_armed;
+    },
+    [=](stat_atom) -> std::string {
+      auto s = self->state.store.current_stats();
+      return nlohmann::json{{"slots", s.slots},
+                            {"staged_bytes", s.staged_bytes},
+                            {"leases", s.leases},
+                            {"transfers", s.transfers}}
+        .dump();
+    },
+  };
+}
+
+} // namespace
+
+owner_actor spawn_owner(caf::actor_system& sys, uint64_t worker_id,
+                        owner_config cfg, owner_metrics* metrics,
+                        owner_rdma_links rdma) {
+  return sys.spawn(owner, worker_id, cfg, metrics, rdma);
+}
+
+} // namespace ferry

@@ -1,0 +1,172 @@
+// transfer: the consumer's rules for one get, as a plain state machine.
+// Events go in (the acquire's answer, a chunk, a destination granted or
+// refused, the GET done or failed, a renewal tick, the owner or the caller
+// gone, a request that failed); commands come out (acquire with or without
+// an offer, pull chunk i, allocate a registered destination, GET into it,
+// renew, detach, hold, write a chunk, count a path decision, deliver, fail).
+// No CAF actors, no threads, no clock: the consumer actor is a thin shell
+// that turns messages into events and commands into messages, and which
+// channel carries a command is the shell's business.
+//
+// Rules it owns:
+// - The offer comes from local facts only (a registry, the kill switch off,
+//   the owner registered on UCX); each missing fact is counted.
+// - Every acquire asks for a lease deadline; a finished GET tells the owner
+//   to hold its lease with none (hold) right after it delivers (the owner does so
+//   by itself for a chunked lease once it served the last chunk).
+// - Sizes from the owner are checked before anything is allocated: the
+//   chunk layout, staged_payload_max, and the caller's room.
+// - Chunks: at most pull_window pulls in flight; each chunk must have the
+//   size its index implies; any arrival order.
+// - RDMA: a descriptor that does not decode (or disagrees with total_len),
+//   no registered destination, or a failed GET falls back exactly once:
+//   detach, acquire with no offer, pull chunks. A second descriptor is an
+//   error. While the GET runs, a renewal every half lease timeout (5 ms
+//   floor); a lease timeout of 0 starts none. A GET given up while UCX may
+//   still write a caller's writer fails the get instead of reusing it.
+// - On any failure after the lease was granted it detaches the lease,
+//   except when the owner is gone.
+// - A single-use get (a transparently staged payload) releases instead:
+//   after it delivered, and on any failure holding a lease (over
+//   staged_payload_max too), so the owner frees its copy; nobody else
+//   would ever read it.
+// Must never: ask for a destination larger than the checks allowed, or
+// deliver twice.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <caf/error.hpp>
+
+#include "actors/rendezvous/path_metrics.hpp"
+#include "protocol/data_handle.hpp"
+#include "protocol/rdma_descriptor.hpp"
+#include "protocol/rv_messages.hpp"
+
+namespace ferry {
+
+class transfer {
+public:
+  /// Where the bytes go.
+  enum class into {
+    buffer,        // a fresh buffer the shell reserves (get)
+    raw,           // a caller's plain memory (get_into)
+    pinned_result, // a pool block handed to the caller (get_pinned)
+    pinned_writer, // a caller's registered block: GET straight into it
+  };
+
+  struct params {
+    data_handle handle;
+    into dest = into::buffer;
+    uint64_t room = 0;              // raw / pinned_writer: the caller's bytes
+    bool rdma_registry = false;     // this node has UCX (registered memory)
+    bool rdma_enabled = true;       // its kill switch is off
+    bool ucx_peer = false;          // the owner is registered on our UCX engine
+    uint64_t staged_payload_max = 0; // 0: no limit
+    uint32_t pull_window = 8;
+    std::chrono::milliseconds lease{30000}; // lease_ms asked with each acquire
+    bool single_use = false; // release, never hold or detach (see above)
+  };
+
+  // -- commands ---------------------------------------------------------------
+  struct send_acquire { rv_acquire_request request; };
+  struct send_pull { uint64_t transfer_id; uint64_t index; };
+  /// A registered block of `bytes`: for the GET, or for pinned_result chunks.
+  struct alloc_destination { uint64_t bytes; bool for_get; };
+  /// GET the descriptor's range into the destination (the granted block, or
+  /// the caller's writer).
+  struct start_get { rdma_descriptor descriptor; };
+  /// Deliver a renewal tick after `period`.
+  struct schedule_renewal { std::chrono::milliseconds period; };
+  struct send_renew { uint64_t lease_id; };
+  struct send_detach { uint64_t lease_id; };
+  /// A single-use get is done with the lease and the reference.
+  struct send_release { uint64_t lease_id; };
+  /// The transfer is done: the lease is held with no deadline from now on.
+  /// The owner must have it `within` (0: at once), a quarter of the lease
+  /// timeout, inside the deadline the last renewal left; the shell may wait
+  /// that long and drop the hold if the caller ended the lease first.
+  struct send_hold { uint64_t lease_id; std::chrono::milliseconds within{0}; };
+  /// Buffer mode: reserve room for the whole payload (chunks append).
+  struct reserve { uint64_t bytes; };
+  /// Write the chunk just received at `offset` of the destination.
+  struct write_chunk { uint64_t index; uint64_t offset; };
+  struct count { transfer_path path; path_reason reason; };
+  /// Answer the caller: `total_len` bytes, lease `lease_id`.
+  struct deliver { uint64_t total_len; uint64_t lease_id; bool by_rdma; };
+  struct fail { caf::error error; };
+
+  using command = std::variant<send_acquire, send_pull, alloc_destination, start_get,
+                               schedule_renewal, send_renew, send_detach, send_release,
+                               send_hold,
+                               reserve, write_chunk, count, deliver, fail>;
+  using commands = std::vector<command>;
+
+  explicit transfer(params p);
+
+  // -- events -----------------------------------------------------------------
+  /// The owner is known: the first acquire (with an offer if the facts allow).
+  commands start();
+  commands on_acquired(const rv_acquire_response& answer);
+  /// A chunk of `size` bytes answered the pull of `index`.
+  commands on_chunk(uint64_t index, uint64_t size);
+  /// The registered destination asked for was granted or refused.
+  commands on_destination(bool granted);
+  commands on_get_done();
+  /// `abandoned`: UCX may still write the destination.
+  commands on_get_failed(bool abandoned);
+  commands on_renew_tick();
+  commands on_owner_down(const std::string& why);
+  commands on_caller_gone();
+  /// A request of this transfer failed (acquire, pull, an allocation), or
+  /// the shell could not do a command (reserve): the get fails.
+  commands on_error(caf::error err);
+
+  bool finished() const { return phase_ == phase::done; }
+  bool holds_lease() const { return have_lease_; }
+  uint64_t lease_id() const { return lease_id_; }
+  uint64_t total_len() const { return total_len_; }
+  bool offered() const { return offered_; }
+  bool fell_back() const { return fell_back_; }
+
+private:
+  enum class phase {
+    acquiring,    // an acquire is out
+    allocating,   // waiting for a registered destination
+    getting,      // the GET runs
+    pulling,      // chunks are pulled
+    done,         // delivered or failed
+  };
+
+  commands acquire(bool allow_offer);
+  commands on_ready(const rv_ready& r);
+  commands on_rdma(const rv_rdma_grant& g);
+  commands fall_back(path_reason reason);
+  commands begin_get();
+  commands finish(bool by_rdma);
+  commands failed(caf::error err, bool detach = true);
+  caf::error check_size(uint64_t total_len) const;
+  void pump(commands& out);
+
+  params p_;
+  phase phase_ = phase::acquiring;
+  bool offered_ = false;
+  bool fell_back_ = false;
+  bool have_lease_ = false;
+  bool renewing_ = false;
+  bool chunk_block_ = false; // the destination asked for holds chunks
+  uint64_t lease_id_ = 0;
+  uint64_t total_len_ = 0;
+  std::chrono::milliseconds renew_period_{0};
+  rdma_descriptor descriptor_;
+  rv_ready ready_;
+  uint64_t next_index_ = 0;
+  uint64_t in_flight_ = 0;
+  uint64_t received_ = 0;
+};
+
+} // namespace ferry

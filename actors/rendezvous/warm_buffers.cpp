@@ -1,0 +1,73 @@
+#include "actors/rendezvous/warm_buffers.hpp"
+
+#include <utility>
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+
+namespace ferry {
+
+byte_buffer warm_buffers::take(size_t size) {
+  auto out = take_kept(size);
+  out.clear();
+  return out;
+}
+
+byte_buffer warm_buffers::take_sized(size_t size) {
+  auto out = take_kept(size);
+  if (out.capacity() < size)
+    reserve_for_bulk(out, size);
+  out.resize(size); // shrinking, or growing what was never written
+  return out;
+}
+
+byte_buffer warm_buffers::take_kept(size_t size) {
+  std::lock_guard<std::mutex> guard{mu_};
+  auto best = kept_.end();
+  for (auto i = kept_.begin(); i != kept_.end(); ++i)
+    if (i->capacity() >= size && (best == kept_.end() || i->capacity() < best->capacity()))
+      best = i;
+  if (best == kept_.end())
+    return {};
+  byte_buffer out = std::move(*best);
+  kept_.erase(best);
+  kept_bytes_ -= out.capacity();
+  report_kept();
+  if (metrics_.reuses)
+    metrics_.reuses->Increment();
+  return out;
+}
+
+void warm_buffers::give(byte_buffer&& buf) {
+  byte_buffer taken = std::move(buf); // freed here unless kept
+  auto cap = taken.capacity();
+  if (cap < min_kept || cap > max_bytes_)
+    return;
+  std::vector<byte_buffer> evicted; // freed after the lock is let go
+  std::lock_guard<std::mutex> guard{mu_};
+  while (kept_bytes_ + cap > max_bytes_) {
+    kept_bytes_ -= kept_.front().capacity();
+    evicted.push_back(std::move(kept_.front()));
+    kept_.erase(kept_.begin());
+  }
+  kept_bytes_ += cap;
+  kept_.push_back(std::move(taken));
+  report_kept();
+}
+
+void warm_buffers::report_kept() {
+  if (metrics_.kept_bytes)
+    metrics_.kept_bytes->Set(static_cast<double>(kept_bytes_));
+}
+
+size_t warm_buffers::kept_bytes() const {
+  std::lock_guard<std::mutex> guard{mu_};
+  return kept_bytes_;
+}
+
+size_t warm_buffers::kept_buffers() const {
+  std::lock_guard<std::mutex> guard{mu_};
+  return kept_.size();
+}
+
+} // namespace ferry

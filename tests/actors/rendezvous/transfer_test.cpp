@@ -1,0 +1,522 @@
+// Transfer: the consumer's rules as a plain state machine, driven event by
+// event with no actors, no network and no clock.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
+#include <set>
+
+#include "actors/rendezvous/transfer.hpp"
+#include "protocol/errors.hpp"
+
+using namespace ferry;
+using namespace std::chrono_literals;
+
+namespace {
+
+using T = transfer;
+
+const data_handle handle{7, 9};
+
+/// A framing-valid UCX 1.13 packed key: one memory domain, one key byte.
+const std::vector<uint8_t> good_rkey{0x01, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x01, 0xab};
+
+T::params params(T::into dest = T::into::buffer) {
+  T::params p;
+  p.handle = handle;
+  p.dest = dest;
+  p.rdma_registry = true;
+  p.rdma_enabled = true;
+  p.ucx_peer = true;
+  p.pull_window = 2;
+  p.lease = 40s;
+  return p;
+}
+
+template <class C>
+std::vector<C> all(const T::commands& cmds) {
+  std::vector<C> out;
+  for (auto& c : cmds)
+    if (auto* x = std::get_if<C>(&c))
+      out.push_back(*x);
+  return out;
+}
+
+template <class C>
+bool has(const T::commands& cmds) {
+  return !all<C>(cmds).empty();
+}
+
+template <class C>
+C one(const T::commands& cmds) {
+  auto xs = all<C>(cmds);
+  EXPECT_EQ(xs.size(), 1u);
+  return xs.empty() ? C{} : xs.front();
+}
+
+rv_acquire_response ready(uint64_t total, uint64_t chunk = 4, uint64_t lease = 11,
+                          uint64_t transfer_id = 12) {
+  rv_acquire_response r;
+  r.ready = rv_ready{lease, transfer_id, chunk, total == 0 ? 0 : chunks_for(total, chunk),
+                     total};
+  return r;
+}
+
+rdma_descriptor descriptor(uint64_t len) {
+  rdma_descriptor d;
+  d.generation = 3;
+  d.addr = 0x10000;
+  d.len = len;
+  d.rkey = good_rkey;
+  return d;
+}
+
+rv_acquire_response rdma(uint64_t len, uint64_t lease_timeout_ms = 1000,
+                         uint64_t lease = 21) {
+  rv_acquire_response r;
+  r.rdma = rv_rdma_grant{lease, encode_descriptor(descriptor(len)), lease_timeout_ms, len};
+  return r;
+}
+
+/// The chunk writes of one whole chunked transfer, answered in `order`
+/// among the pulls outstanding at each step (index into the sorted set).
+struct run_result {
+  std::vector<uint64_t> offsets;
+  size_t max_in_flight = 0;
+  size_t delivers = 0;
+  size_t pulls = 0;
+};
+
+} // namespace
+
+TEST(Transfer, TheOfferComesFromLocalFactsAndEachMissingOneIsCounted) {
+  struct row {
+    bool registry, enabled, peer;
+    bool offered;
+    path_reason counted;
+  };
+  const row rows[] = {
+    {true, true, true, true, path_reason::ok},
+    {false, true, true, false, path_reason::not_configured},
+    {true, false, true, false, path_reason::kill_switch},
+    {true, true, false, false, path_reason::no_offer},
+    {false, false, false, false, path_reason::not_configured},
+  };
+  for (auto& r : rows) {
+    auto p = params();
+    p.rdma_registry = r.registry;
+    p.rdma_enabled = r.enabled;
+    p.ucx_peer = r.peer;
+    T t{p};
+    auto cmds = t.start();
+    auto acq = one<T::send_acquire>(cmds);
+    EXPECT_EQ(acq.request.rdma.has_value(), r.offered);
+    EXPECT_EQ(t.offered(), r.offered);
+    EXPECT_EQ(acq.request.handle, handle);
+    EXPECT_EQ(acq.request.lease_ms, 40000u); // every acquire asks for a deadline
+    auto counts = all<T::count>(cmds);
+    if (r.offered) {
+      EXPECT_TRUE(counts.empty());
+    } else {
+      ASSERT_EQ(counts.size(), 1u);
+      EXPECT_EQ(counts[0].reason, r.counted);
+      EXPECT_EQ(counts[0].path, transfer_path::chunked);
+    }
+  }
+}
+
+TEST(Transfer, ChunksArriveInEveryOrderAndLandAtTheirOffsets) {
+  // 4 chunks of 4 bytes (the last 2), every order the window allows.
+  constexpr uint64_t total = 14;
+  for (uint32_t window : {1u, 2u, 4u, 8u}) {
+    std::function<void(T&, std::set<uint64_t>, run_result)> explore;
+    size_t runs = 0;
+    explore = [&](T& t, std::set<uint64_t> outstanding, run_result r) {
+      if (outstanding.empty()) {
+        ++runs;
+        EXPECT_EQ(r.delivers, 1u);
+        std::sort(r.offsets.begin(), r.offsets.end());
+        EXPECT_EQ(r.offsets, (std::vector<uint64_t>{0, 4, 8, 12}));
+        EXPECT_LE(r.max_in_flight, window);
+        EXPECT_EQ(r.pulls, 4u);
+        return;
+      }
+      for (auto index : outstanding) {
+        T copy = t;
+        auto rest = outstanding;
+        rest.erase(index);
+        auto next = r;
+        auto cmds = copy.on_chunk(index, index == 3 ? 2 : 4);
+        auto w = one<T::write_chunk>(cmds);
+        EXPECT_EQ(w.index, index);
+        next.offsets.push_back(w.offset);
+        for (auto& p : all<T::send_pull>(cmds)) {
+          rest.insert(p.index);
+          ++next.pulls;
+        }
+        next.max_in_flight = std::max(next.max_in_flight, rest.size());
+        next.delivers += all<T::deliver>(cmds).size();
+        EXPECT_EQ(has<T::deliver>(cmds), rest.empty());
+        if (rest.empty()) { // the owner holds a chunked lease by itself
+          EXPECT_FALSE(has<T::send_hold>(cmds));
+        }
+        explore(copy, rest, next);
+      }
+    };
+    auto p = params();
+    p.pull_window = window;
+    T t{p};
+    t.start();
+    auto cmds = t.on_acquired(ready(total));
+    EXPECT_EQ(one<T::reserve>(cmds).bytes, total);
+    std::set<uint64_t> outstanding;
+    run_result r;
+    for (auto& pull : all<T::send_pull>(cmds)) {
+      EXPECT_EQ(pull.transfer_id, 12u);
+      outstanding.insert(pull.index);
+      ++r.pulls;
+    }
+    EXPECT_EQ(outstanding.size(), std::min<size_t>(window, 4));
+    r.max_in_flight = outstanding.size();
+    explore(t, outstanding, r);
+    EXPECT_GE(runs, 1u);
+    if (window >= 4) {
+      EXPECT_EQ(runs, 24u); // all 4! orders
+    }
+  }
+}
+
+TEST(Transfer, AChunkOfTheWrongSizeFailsAndDetaches) {
+  for (uint64_t size : {0u, 3u, 5u}) {
+    T t{params()};
+    t.start();
+    t.on_acquired(ready(8));
+    auto cmds = t.on_chunk(0, size);
+    EXPECT_EQ(one<T::send_detach>(cmds).lease_id, 11u);
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::protocol_violation));
+    EXPECT_FALSE(has<T::write_chunk>(cmds));
+    EXPECT_TRUE(t.finished());
+    EXPECT_TRUE(t.on_chunk(1, 4).empty()); // nothing after the end
+  }
+}
+
+TEST(Transfer, TheOwnersLayoutAndTheLimitsAreCheckedBeforeAnyAllocation) {
+  struct row {
+    const char* what;
+    T::into dest;
+    uint64_t room;
+    uint64_t limit;
+    rv_acquire_response answer;
+    errc expected;
+  };
+  auto lying = ready(100);
+  lying.ready->chunk_count = 3; // 100 bytes of 4 are 25 chunks
+  auto zero_chunk = ready(100);
+  zero_chunk.ready->chunk_size = 0;
+  auto empty_with_chunks = ready(0);
+  empty_with_chunks.ready->chunk_count = 1;
+  auto huge = ready(~uint64_t{0}, 524288);
+  const row rows[] = {
+    {"lying count", T::into::buffer, 0, 0, lying, errc::protocol_violation},
+    {"zero chunk size", T::into::buffer, 0, 0, zero_chunk, errc::protocol_violation},
+    {"chunks of nothing", T::into::buffer, 0, 0, empty_with_chunks,
+     errc::protocol_violation},
+    {"over the limit", T::into::buffer, 0, 64, ready(65), errc::payload_too_large},
+    {"2^64 over the limit", T::into::buffer, 0, 1 << 20, huge, errc::payload_too_large},
+    {"past the caller's buffer", T::into::raw, 64, 0, ready(65), errc::payload_too_large},
+    {"RDMA over the limit", T::into::buffer, 0, 64, rdma(65), errc::payload_too_large},
+    {"RDMA past the writer", T::into::pinned_writer, 64, 0, rdma(65),
+     errc::payload_too_large},
+    {"pinned result over the limit", T::into::pinned_result, 0, 64, ready(65),
+     errc::payload_too_large},
+  };
+  for (auto& r : rows) {
+    SCOPED_TRACE(r.what);
+    auto p = params(r.dest);
+    p.room = r.room;
+    p.staged_payload_max = r.limit;
+    T t{p};
+    t.start();
+    auto cmds = t.on_acquired(r.answer);
+    EXPECT_FALSE(has<T::reserve>(cmds));
+    EXPECT_FALSE(has<T::alloc_destination>(cmds));
+    EXPECT_FALSE(has<T::start_get>(cmds));
+    EXPECT_FALSE(has<T::send_pull>(cmds));
+    EXPECT_TRUE(has<T::send_detach>(cmds)); // the granted lease goes back
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, r.expected)) << describe(one<T::fail>(cmds).error);
+  }
+}
+
+TEST(Transfer, EachFallbackReasonFallsBackOnceToChunks) {
+  struct row {
+    const char* what;
+    std::function<T::commands(T&)> cause;
+    path_reason reason;
+  };
+  auto bad_bytes = [](T& t) {
+    auto r = rdma(64);
+    r.rdma->descriptor.push_back(0); // a trailing byte
+    return t.on_acquired(r);
+  };
+  auto len_mismatch = [](T& t) {
+    auto r = rdma(64);
+    r.rdma->total_len = 65;
+    return t.on_acquired(r);
+  };
+  auto bad_key = [](T& t) {
+    auto d = descriptor(64);
+    d.rkey = {0x03, 0, 0, 0, 0, 0, 0, 0, 0x00, 0x01}; // framing runs past the end
+    rv_acquire_response r;
+    r.rdma = rv_rdma_grant{21, encode_descriptor(d), 1000, 64};
+    return t.on_acquired(r);
+  };
+  auto refused = [](T& t) {
+    auto first = t.on_acquired(rdma(64));
+    EXPECT_EQ(one<T::alloc_destination>(first).bytes, 64u);
+    EXPECT_TRUE(one<T::alloc_destination>(first).for_get);
+    return t.on_destination(false);
+  };
+  auto get_failed = [](T& t) {
+    t.on_acquired(rdma(64));
+    auto granted = t.on_destination(true);
+    EXPECT_TRUE(has<T::start_get>(granted));
+    return t.on_get_failed(false);
+  };
+  const row rows[] = {
+    {"descriptor with a trailing byte", bad_bytes, path_reason::decode_error},
+    {"length disagrees", len_mismatch, path_reason::decode_error},
+    {"key framing", bad_key, path_reason::decode_error},
+    {"no destination", refused, path_reason::pool_exhausted},
+    {"GET failed", get_failed, path_reason::get_failed},
+  };
+  for (auto& r : rows) {
+    SCOPED_TRACE(r.what);
+    T t{params()};
+    t.start();
+    auto cmds = r.cause(t);
+    auto c = one<T::count>(cmds);
+    EXPECT_EQ(c.path, transfer_path::chunked);
+    EXPECT_EQ(c.reason, r.reason);
+    EXPECT_EQ(one<T::send_detach>(cmds).lease_id, 21u);
+    auto again = one<T::send_acquire>(cmds);
+    EXPECT_FALSE(again.request.rdma); // the fallback offers nothing
+    EXPECT_TRUE(t.fell_back());
+    // A second descriptor is an error, and its lease goes back too.
+    auto second = t.on_acquired(rdma(64, 1000, 22));
+    EXPECT_EQ(one<T::send_detach>(second).lease_id, 22u);
+    EXPECT_TRUE(is(one<T::fail>(second).error, errc::protocol_violation));
+    EXPECT_FALSE(has<T::send_acquire>(second));
+  }
+}
+
+TEST(Transfer, TheFallbackPullsAndFinishesByChunks) {
+  T t{params()};
+  t.start();
+  t.on_acquired(rdma(8));
+  t.on_destination(true);
+  t.on_get_failed(false);
+  auto cmds = t.on_acquired(ready(8));
+  EXPECT_EQ(all<T::send_pull>(cmds).size(), 2u);
+  t.on_chunk(1, 4);
+  auto end = t.on_chunk(0, 4);
+  EXPECT_FALSE(has<T::send_hold>(end));
+  auto d = one<T::deliver>(end);
+  EXPECT_FALSE(d.by_rdma);
+  EXPECT_EQ(d.total_len, 8u);
+  EXPECT_EQ(d.lease_id, 11u);
+}
+
+TEST(Transfer, RenewalsEveryHalfLeaseWithAFloorAndNoneForZero) {
+  struct row {
+    uint64_t lease_timeout_ms;
+    std::chrono::milliseconds period; // 0: no ticker
+  };
+  const row rows[] = {{1000, 500ms}, {30000, 15000ms}, {9, 5ms}, {1, 5ms}, {0, 0ms}};
+  for (auto& r : rows) {
+    SCOPED_TRACE(r.lease_timeout_ms);
+    T t{params()};
+    t.start();
+    EXPECT_FALSE(has<T::schedule_renewal>(t.on_acquired(rdma(64, r.lease_timeout_ms))));
+    auto get = t.on_destination(true);
+    EXPECT_TRUE(has<T::start_get>(get));
+    if (r.period.count() == 0) {
+      EXPECT_FALSE(has<T::schedule_renewal>(get));
+      EXPECT_TRUE(t.on_renew_tick().empty());
+    } else {
+      EXPECT_EQ(one<T::schedule_renewal>(get).period, r.period);
+      auto tick = t.on_renew_tick();
+      EXPECT_EQ(one<T::send_renew>(tick).lease_id, 21u);
+      EXPECT_EQ(one<T::schedule_renewal>(tick).period, r.period);
+    }
+    auto done = t.on_get_done();
+    auto c = one<T::count>(done);
+    EXPECT_EQ(c.path, transfer_path::rdma);
+    EXPECT_EQ(c.reason, path_reason::ok);
+    EXPECT_EQ(one<T::send_hold>(done).lease_id, 21u);
+    EXPECT_EQ(one<T::send_hold>(done).within, r.period / 2); // inside the deadline
+    ASSERT_EQ(done.size(), 3u); // the hold goes out right after the answer
+    EXPECT_TRUE(std::holds_alternative<T::deliver>(done[1]));
+    EXPECT_TRUE(std::holds_alternative<T::send_hold>(done[2]));
+    EXPECT_TRUE(one<T::deliver>(done).by_rdma);
+    EXPECT_TRUE(t.on_renew_tick().empty()); // renewals stop with the transfer
+  }
+}
+
+TEST(Transfer, AnAbandonedGetIntoACallersWriterFailsInsteadOfReusingIt) {
+  for (auto dest : {T::into::pinned_writer, T::into::buffer, T::into::raw}) {
+    auto p = params(dest);
+    p.room = 64;
+    T t{p};
+    t.start();
+    auto first = t.on_acquired(rdma(64));
+    if (dest == T::into::pinned_writer) { // straight into the writer
+      EXPECT_FALSE(has<T::alloc_destination>(first));
+      EXPECT_TRUE(has<T::start_get>(first));
+    } else {
+      t.on_destination(true);
+    }
+    auto cmds = t.on_get_failed(true);
+    if (dest == T::into::pinned_writer) {
+      EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::get_abandoned));
+      EXPECT_EQ(one<T::send_detach>(cmds).lease_id, 21u);
+      EXPECT_FALSE(has<T::send_acquire>(cmds));
+    } else { // the chunks go elsewhere than the block UCX may write
+      EXPECT_EQ(one<T::count>(cmds).reason, path_reason::get_failed);
+      EXPECT_TRUE(has<T::send_acquire>(cmds));
+    }
+  }
+}
+
+TEST(Transfer, OwnerDownFailsWithoutDetachingCallerGoneDetaches) {
+  {
+    T t{params()};
+    t.start();
+    t.on_acquired(ready(8));
+    auto cmds = t.on_owner_down("killed");
+    EXPECT_FALSE(has<T::send_detach>(cmds)); // nobody to give it back to
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::peer_down));
+  }
+  {
+    T t{params()};
+    t.start();
+    t.on_acquired(ready(8));
+    auto cmds = t.on_caller_gone();
+    EXPECT_EQ(one<T::send_detach>(cmds).lease_id, 11u);
+    EXPECT_TRUE(has<T::fail>(cmds));
+    EXPECT_TRUE(t.on_caller_gone().empty()); // once
+  }
+  {
+    T t{params()};
+    t.start(); // no lease yet: nothing to detach
+    auto cmds = t.on_error(make_error(errc::timeout));
+    EXPECT_FALSE(has<T::send_detach>(cmds));
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::timeout));
+  }
+}
+
+TEST(Transfer, AnEmptyPayloadIsDeliveredWithoutAPull) {
+  T t{params()};
+  t.start();
+  auto cmds = t.on_acquired(ready(0));
+  EXPECT_FALSE(has<T::send_pull>(cmds));
+  EXPECT_EQ(one<T::deliver>(cmds).total_len, 0u);
+  EXPECT_FALSE(has<T::send_hold>(cmds)); // the owner opened no transfer for it
+}
+
+TEST(Transfer, GetPinnedPullsIntoARegisteredBlock) {
+  {
+    T t{params(T::into::pinned_result)};
+    t.start();
+    auto cmds = t.on_acquired(ready(8));
+    auto a = one<T::alloc_destination>(cmds);
+    EXPECT_EQ(a.bytes, 8u);
+    EXPECT_FALSE(a.for_get);
+    EXPECT_FALSE(has<T::send_pull>(cmds)); // not before the block is there
+    EXPECT_EQ(all<T::send_pull>(t.on_destination(true)).size(), 2u);
+  }
+  {
+    T t{params(T::into::pinned_result)};
+    t.start();
+    t.on_acquired(ready(8));
+    auto cmds = t.on_destination(false);
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::pool_exhausted));
+    EXPECT_TRUE(has<T::send_detach>(cmds));
+  }
+  {
+    auto p = params(T::into::pinned_result);
+    p.rdma_registry = false;
+    T t{p};
+    t.start();
+    auto cmds = t.on_acquired(ready(8));
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::pool_exhausted));
+    EXPECT_FALSE(has<T::alloc_destination>(cmds));
+  }
+}
+
+TEST(Transfer, AnswersThatComeLateOrTwiceChangeNothing) {
+  T t{params()};
+  t.start();
+  t.on_acquired(ready(4));
+  auto end = t.on_chunk(0, 4);
+  EXPECT_TRUE(has<T::deliver>(end));
+  EXPECT_TRUE(t.on_acquired(ready(4)).empty());
+  EXPECT_TRUE(t.on_get_done().empty());
+  EXPECT_TRUE(t.on_destination(true).empty());
+  EXPECT_TRUE(t.on_error(make_error(errc::timeout)).empty());
+  EXPECT_TRUE(t.on_owner_down("late").empty());
+}
+
+TEST(Transfer, AChunkThatWasNeverPulledIsAProtocolViolation) {
+  T t{params()};
+  t.start();
+  t.on_acquired(ready(16)); // pulls 0 and 1 (window 2)
+  auto cmds = t.on_chunk(3, 4);
+  EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::protocol_violation));
+}
+
+TEST(Transfer, ASingleUseGetReleasesWhenItDeliversAndWhenItIsRefused) {
+  auto p = params();
+  p.single_use = true;
+  p.rdma_registry = false; // chunked
+  {
+    T t{p};
+    t.start();
+    t.on_acquired(ready(4));
+    auto cmds = t.on_chunk(0, 4);
+    ASSERT_TRUE(has<T::deliver>(cmds));
+    EXPECT_EQ(one<T::send_release>(cmds).lease_id, 11u);
+    EXPECT_FALSE(has<T::send_hold>(cmds));
+    EXPECT_FALSE(has<T::send_detach>(cmds));
+  }
+  {
+    p.staged_payload_max = 64;
+    T t{p};
+    t.start();
+    auto cmds = t.on_acquired(ready(65));
+    EXPECT_EQ(one<T::send_release>(cmds).lease_id, 11u); // the owner frees its copy
+    EXPECT_FALSE(has<T::send_detach>(cmds));
+    EXPECT_FALSE(has<T::reserve>(cmds));
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::payload_too_large));
+  }
+  {
+    p.staged_payload_max = 0;
+    T t{p};
+    t.start();
+    t.on_acquired(ready(8));
+    auto cmds = t.on_caller_gone(); // the fetch gave up
+    EXPECT_EQ(one<T::send_release>(cmds).lease_id, 11u);
+  }
+}
+
+TEST(Transfer, ASingleUseGetByRdmaReleasesInsteadOfHolding) {
+  auto p = params();
+  p.single_use = true;
+  T t{p};
+  t.start();
+  t.on_acquired(rdma(64));
+  t.on_destination(true);
+  auto cmds = t.on_get_done();
+  ASSERT_TRUE(has<T::deliver>(cmds));
+  EXPECT_EQ(one<T::send_release>(cmds).lease_id, 21u);
+  EXPECT_FALSE(has<T::send_hold>(cmds));
+}

@@ -1,0 +1,91 @@
+// warm_buffers: what a fetched payload's room comes from. Large buffers a
+// handler gave back are handed out again (the smallest that fits), small
+// ones are not kept, and the byte bound holds (the oldest go first).
+#include "actors/rendezvous/warm_buffers.hpp"
+
+#include <gtest/gtest.h>
+
+namespace {
+
+using ferry::byte_buffer;
+using ferry::warm_buffers;
+
+constexpr size_t MiB = 1ull << 20;
+
+byte_buffer with_capacity(size_t bytes) {
+  byte_buffer b;
+  b.reserve(bytes);
+  b.resize(bytes / 2, 'x');
+  return b;
+}
+
+TEST(MessengerWarmBuffers, AGivenBufferIsTakenAgainEmptyWithItsRoom) {
+  warm_buffers warm{256 * MiB};
+  auto b = with_capacity(64 * MiB);
+  const char* memory = b.data();
+  warm.give(std::move(b));
+  EXPECT_EQ(warm.kept_buffers(), 1u);
+  EXPECT_EQ(warm.kept_bytes(), 64 * MiB);
+  auto again = warm.take(64 * MiB);
+  EXPECT_EQ(again.data(), memory); // the same pages, already faulted in
+  EXPECT_TRUE(again.empty());
+  EXPECT_GE(again.capacity(), 64 * MiB);
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+  EXPECT_EQ(warm.kept_bytes(), 0u);
+}
+
+TEST(MessengerWarmBuffers, TakeSizedReusesAKeptBufferWithoutFillingIt) {
+  // A GET's destination: the bytes are overwritten, so a kept buffer is
+  // only cut to size (what it held stays, proof that nothing zero-filled
+  // it); a fresh one is zero-filled.
+  warm_buffers warm{256 * MiB};
+  byte_buffer b(16 * MiB, 'p');
+  const char* memory = b.data();
+  warm.give(std::move(b));
+  auto again = warm.take_sized(12 * MiB);
+  EXPECT_EQ(again.data(), memory);
+  ASSERT_EQ(again.size(), 12 * MiB);
+  EXPECT_EQ(again.front(), 'p');
+  EXPECT_EQ(again.back(), 'p');
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+  auto fresh = warm.take_sized(5 * MiB);
+  ASSERT_EQ(fresh.size(), 5 * MiB);
+  EXPECT_EQ(fresh.back(), 0);
+  // take() still hands out an empty buffer, whatever it held.
+  warm.give(std::move(again));
+  EXPECT_TRUE(warm.take(8 * MiB).empty());
+}
+
+TEST(MessengerWarmBuffers, TakeGivesTheSmallestThatFitsOrAFreshOne) {
+  warm_buffers warm{256 * MiB};
+  warm.give(with_capacity(32 * MiB));
+  warm.give(with_capacity(8 * MiB));
+  warm.give(with_capacity(16 * MiB));
+  EXPECT_GE(warm.take(10 * MiB).capacity(), 16 * MiB);
+  EXPECT_LT(warm.take(10 * MiB).capacity(), 64 * MiB); // the 32 MiB one
+  EXPECT_EQ(warm.take(10 * MiB).capacity(), 0u);       // only 8 MiB left: fresh
+  EXPECT_EQ(warm.kept_buffers(), 1u);
+}
+
+TEST(MessengerWarmBuffers, SmallOrOversizedBuffersAreNotKept) {
+  warm_buffers warm{16 * MiB};
+  warm.give(with_capacity(warm_buffers::min_kept - 1));
+  warm.give(with_capacity(32 * MiB));
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+  warm_buffers none{0};
+  none.give(with_capacity(8 * MiB));
+  EXPECT_EQ(none.kept_bytes(), 0u);
+}
+
+TEST(MessengerWarmBuffers, TheBoundHoldsAndTheOldestGoFirst) {
+  warm_buffers warm{40 * MiB};
+  warm.give(with_capacity(16 * MiB));
+  warm.give(with_capacity(20 * MiB));
+  warm.give(with_capacity(12 * MiB)); // the 16 MiB one makes room
+  EXPECT_LE(warm.kept_bytes(), 40 * MiB);
+  EXPECT_EQ(warm.kept_buffers(), 2u);
+  EXPECT_EQ(warm.take(14 * MiB).capacity() >= 20 * MiB, true);
+  EXPECT_EQ(warm.take(14 * MiB).capacity(), 0u);
+}
+
+} // namespace
