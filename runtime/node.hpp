@@ -116,6 +116,8 @@ public:
 private:
   struct caf_config;
 
+  /// Spawns and connects every service of the node (node_services.cpp).
+  void wire_services(worker_registry workers);
   void start_ucx();
   void start_staging();
   /// Dials host:port within the request timeout (a dial CAF cuts during its
