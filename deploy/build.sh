@@ -7,7 +7,13 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=${1:-$root/build}
 shift || true
 jobs=${FERRY_JOBS:-$(nproc)}
-cmake -S "$root" -B "$build_dir" -DCMAKE_BUILD_TYPE=${FERRY_BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
+# A new build directory uses Ninja where it is installed: at -j2 it keeps both
+# cores busy across library boundaries, where make waits for each library.
+generator=()
+if [ ! -f "$build_dir/CMakeCache.txt" ] && command -v ninja >/dev/null; then
+  generator=(-G Ninja)
+fi
+cmake -S "$root" -B "$build_dir" "${generator[@]}" -DCMAKE_BUILD_TYPE=${FERRY_BUILD_TYPE:-RelWithDebInfo} "$@" >/dev/null
 targets=()
 for t in ${FERRY_TARGETS:-}; do targets+=(--target "$t"); done
 cmake --build "$build_dir" -j "$jobs" "${targets[@]}"

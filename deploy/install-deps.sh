@@ -9,7 +9,7 @@ set -euo pipefail
 
 # Building the `ferry` binary and its libraries, and running a local cluster.
 packages=(
-  cmake g++ make pkg-config
+  cmake g++ make ninja-build pkg-config
   libcaf-dev libucx-dev ucx-utils
   libmsgpack-cxx-dev nlohmann-json3-dev prometheus-cpp-dev
   libnuma-dev libcli11-dev libspdlog-dev libxxhash-dev libssl-dev openssl

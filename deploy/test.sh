@@ -5,8 +5,9 @@
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=$root/build
-# The tests are on even where the quick start configured build/ without them.
-cmake_args=(-DFERRY_BUILD_TESTS=ON)
+# The tests and the benchmark are on even where the quick start configured
+# build/ without them.
+cmake_args=(-DFERRY_BUILD_TESTS=ON -DFERRY_WITH_BENCH=ON)
 if [ "${1:-}" = "--sanitize" ]; then
   shift
   build_dir=$root/build-asan
