@@ -12,6 +12,6 @@ echo "== building ferry (the binary and its libraries only)"
 # in the same build directory and builds only what is left.
 FERRY_TARGETS=ferry "$root/deploy/build.sh" "$root/build" -DFERRY_BUILD_TESTS=OFF -DFERRY_WITH_BENCH=OFF
 echo "== built in $((SECONDS - started)) s; deploy/test.sh builds the tests, the benchmark" \
-     "and the header checks on top (about 7 more minutes on 2 cores) and runs them"
+     "and the header checks on top (about 5 more minutes on 2 cores) and runs them"
 echo "== running the example job on a local 3-node cluster"
 exec "$root/deploy/local/run-job.sh" "$@"
