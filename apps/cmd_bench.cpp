@@ -181,6 +181,7 @@ void add_bench_command(CLI::App& root) {
   p->add_option("--region-bytes", peer->region_bytes, "ucx: bytes to register");
   p->add_flag("--ucx-allocate", peer->ucx_allocate,
               "ucx: let UCX allocate the region where shared memory allows");
+  p->add_flag("--am-echo", peer->am_echo, "ucx: answer active-message pings");
   add_knob_options(*p, peer->knobs);
   p->add_flag("--rdma", peer->rdma, "ferry-owner: with the UCX transport");
   p->add_flag("--eager-endpoints", peer->knobs.eager_endpoints,

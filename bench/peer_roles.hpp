@@ -4,6 +4,7 @@
 // says "quit" or closes (so it never outlives the bench).
 //   tcp         plain socket server: 8-byte size request -> that many bytes
 //   ucx         registered region + busy progress loop for ucp_get_nbx
+//               (--am-echo: and pongs to active-message pings)
 //   caf         CAF actor: payload as one reply message; tiny ping
 //   ferry-owner ferry::node: "stage SIZE" registers a payload, prints handle
 // Must never: print anything else on stdout (it is the control channel).
@@ -20,6 +21,7 @@ struct peer_options {
   std::string role;
   uint64_t region_bytes = 0; // ucx: bytes to register and fill
   bool ucx_allocate = false; // ucx: UCP_MEM_MAP_ALLOCATE (else plain pages)
+  bool am_echo = false;      // ucx: answer active-message pings (ucx_am_rtt)
   ferry_knobs knobs;         // ferry-owner
   bool rdma = false;         // ferry-owner: with the UCX transport
 };

@@ -3,6 +3,11 @@
 // <rkey> <transports>" and then progresses its worker in a busy loop (an
 // emulated GET over tcp or plain shared memory needs the target to
 // progress), glancing at stdin every few hundred iterations for "quit".
+// With --am-echo it also answers each active-message ping with a pong of
+// the same bytes (bench/ucx_am_echo.hpp), between progress calls.
+#include <cstdio>
+#include <cstring>
+
 #include <poll.h>
 #include <unistd.h>
 
@@ -12,6 +17,7 @@
 #ifdef FERRY_BENCH_WITH_UCX
 #include "bench/bench_buffer.hpp"
 #include "bench/hex_text.hpp"
+#include "bench/ucx_am_echo.hpp"
 #include "rdma/ucx_context.hpp"
 #include "rdma/ucx_memory.hpp"
 #include "rdma/ucx_worker.hpp"
@@ -29,10 +35,48 @@ bool stdin_ready() {
   return ::poll(&pfd, 1, 0) > 0;
 }
 
+// Answers the ping in `inbox`, if one came, with a pong of the same bytes
+// to its sender; an earlier pong is finished first. Problems go to stderr
+// (stdout is the control channel): the bench then times out and shows them.
+class am_echo {
+public:
+  explicit am_echo(ucx_worker& worker) : worker_(worker) {}
+
+  std::string listen() { return listen_am(worker_.native(), am_ping_id, &inbox_); }
+
+  void answer() {
+    if (!inbox_.error.empty()) {
+      std::fprintf(stderr, "bench-peer: %s\n", inbox_.error.c_str());
+      inbox_.error.clear();
+    }
+    if (!inbox_.arrived)
+      return;
+    inbox_.arrived = false;
+    while (!am_sent(pong_))
+      worker_.progress();
+    if (inbox_.reply_ep == nullptr) {
+      std::fprintf(stderr, "bench-peer: a ping without a reply endpoint\n");
+      return;
+    }
+    std::memcpy(reply_, inbox_.bytes, inbox_.length);
+    pong_ = post_am(inbox_.reply_ep, am_pong_id, reply_, inbox_.length, false);
+    if (!pong_.error.empty())
+      std::fprintf(stderr, "bench-peer: %s\n", pong_.error.c_str());
+  }
+
+private:
+  ucx_worker& worker_;
+  am_inbox inbox_;
+  char reply_[am_max_message];
+  am_send pong_;
+};
+
 } // namespace
 
 int run_ucx_peer(const peer_options& opts) {
-  auto ctx = ucx_context::create();
+  ucx_context_config config;
+  config.active_messages = opts.am_echo;
+  auto ctx = ucx_context::create(config);
   if (!ctx) {
     peer_say("error " + ctx.error_message());
     return 1;
@@ -57,6 +101,12 @@ int run_ucx_peer(const peer_options& opts) {
     return 1;
   }
   fill_payload(static_cast<char*>(mem->data()), mem->size());
+  am_echo echo(*worker);
+  if (opts.am_echo)
+    if (auto err = echo.listen(); !err.empty()) {
+      peer_say("error " + err);
+      return 1;
+    }
   const auto& addr = worker->address();
   auto transports = ctx->describe_transports();
   for (auto& c : transports)
@@ -67,8 +117,10 @@ int run_ucx_peer(const peer_options& opts) {
            + " " + to_hex(mem->rkey().data(), mem->rkey().size()) + " "
            + (transports.empty() ? "-" : transports));
   for (;;) {
-    for (int i = 0; i < 256; ++i)
+    for (int i = 0; i < 256; ++i) {
       worker->progress();
+      echo.answer();
+    }
     if (stdin_ready()) {
       std::string line;
       if (!peer_hear(&line) || line == "quit")

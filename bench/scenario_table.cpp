@@ -23,6 +23,12 @@ runner_factory ucx_raw(bool sm) {
   return [sm](const bench_options& o, int) { return make_ucx_raw_runner(o, sm); };
 }
 
+runner_factory ucx_am_rtt(ucx_transport t) {
+  if (!ucx_built())
+    return {};
+  return [t](const bench_options& o, int) { return make_ucx_am_rtt_runner(o, t); };
+}
+
 // The RDMA rows: empty factories (skipped) in a ferry built without UCX.
 runner_factory rdma(ucx_transport t, rdma_mode mode) {
   if (!ucx_built())
@@ -93,6 +99,16 @@ std::vector<scenario_entry> build() {
         "emulated GET over tcp, served by the peer's progress: the limit of "
         "ferry_rdma_tcp",
         ucx_raw(false), no_ucx),
+    with(row("ucx_am_rtt_sm", "an 8-byte UCX active message and its echo, sm,self",
+             "UCX's own round trip over shared memory: the floor under a control "
+             "message over UCX",
+             ucx_am_rtt(ucx_transport::sm), no_ucx),
+         size_kind::tiny, repeat_kind::rtt),
+    with(row("ucx_am_rtt_tcp", "an 8-byte UCX active message and its echo, tcp on lo",
+             "UCX's own round trip over tcp: the floor under a control message "
+             "over UCX",
+             ucx_am_rtt(ucx_transport::tcp), no_ucx),
+         size_kind::tiny, repeat_kind::rtt),
     // -- the CAF baseline -------------------------------------------------
     row("caf_inline", "the payload as one CAF reply message between two processes",
         "CAF serialization and one BASP message: what the chunked path replaces",

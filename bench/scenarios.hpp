@@ -28,6 +28,12 @@ std::unique_ptr<scenario_runner> make_ucx_raw_runner(const bench_options& opts,
                                                      bool shared_memory);
 bool ucx_built();
 
+/// UCX's own active-message round trip with a peer process on `transport`
+/// (a tiny ping and its pong, both sides busy-polling): the floor under a
+/// control message over UCX. Null when this ferry has no UCX.
+std::unique_ptr<scenario_runner> make_ucx_am_rtt_runner(const bench_options& opts,
+                                                        ucx_transport transport);
+
 /// The payload as one CAF reply message between two actor systems.
 std::unique_ptr<scenario_runner> make_caf_inline_runner(const bench_options& opts);
 

@@ -153,6 +153,14 @@ TEST(BenchQuick, WritesEveryScenarioAndSize) {
     for (auto bytes : quick_sizes)
       EXPECT_TRUE(point_ok(doc, s, bytes, 1, 3));
   EXPECT_TRUE(point_ok(doc, "caf_request_rtt", 8, 1, 100));
+#ifdef FERRY_BENCH_WITH_UCX
+  // UCX's own round trip on both transports: the control channel's floor.
+  EXPECT_TRUE(point_ok(doc, "ucx_am_rtt_sm", 8, 1, 100));
+  EXPECT_TRUE(point_ok(doc, "ucx_am_rtt_tcp", 8, 1, 100));
+#else
+  EXPECT_TRUE(is_skipped(doc, "ucx_am_rtt_sm"));
+  EXPECT_TRUE(is_skipped(doc, "ucx_am_rtt_tcp"));
+#endif
   for (const auto& s : concurrent)
     for (int n : consumer_counts)
       for (auto bytes : quick_concurrency_sizes)
@@ -173,6 +181,7 @@ TEST(BenchQuick, WritesEveryScenarioAndSize) {
 #ifdef FERRY_BENCH_WITH_UCX
     // Every RDMA target has both sides in a quick run.
     if (name.find("ferry_rdma_sm") != std::string::npos
+        || name.find("ferry_rdma_tcp") != std::string::npos
         || name.find("ferry_get_into_pinned_sm") != std::string::npos) {
       EXPECT_TRUE(t["ratio"].is_number()) << t.dump();
     }
