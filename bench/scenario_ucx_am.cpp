@@ -8,16 +8,13 @@
 
 #ifdef FERRY_BENCH_WITH_UCX
 #include <chrono>
-#include <cstring>
 #include <optional>
 
 #include "bench/hex_text.hpp"
 #include "bench/payload.hpp"
 #include "bench/peer_process.hpp"
 #include "bench/ucx_am_echo.hpp"
-#include "rdma/ucx_context.hpp"
-#include "rdma/ucx_endpoint.hpp"
-#include "rdma/ucx_worker.hpp"
+#include "bench/ucx_peer_link.hpp"
 #endif
 
 namespace ferry::bench {
@@ -45,22 +42,10 @@ public:
     std::vector<uint8_t> address;
     if (!from_hex(words[0], &address))
       return "ucx peer sent an unreadable worker address";
-    ucx_context_config config;
-    config.active_messages = true;
-    auto ctx = ucx_context::create(config);
-    if (!ctx)
-      return ctx.error_message();
-    ctx_.emplace(std::move(*ctx));
-    auto worker = ucx_worker::create(*ctx_);
-    if (!worker)
-      return worker.error_message();
-    worker_.emplace(std::move(*worker));
-    if (auto e = listen_am(worker_->native(), am_pong_id, &inbox_); !e.empty())
+    if (auto e = link_.open(address, true); !e.empty())
       return e;
-    auto ep = ucx_endpoint::connect(*worker_, address.data(), address.size());
-    if (!ep)
-      return ep.error_message();
-    ep_.emplace(std::move(*ep));
+    if (auto e = listen_am(link_.worker->native(), am_pong_id, &inbox_); !e.empty())
+      return e;
     // A fresh endpoint wires up in the background: ping until 20 in a row
     // come back within a millisecond.
     for (int i = 0, quick = 0; i < 2000 && quick < 20; ++i) {
@@ -88,13 +73,9 @@ public:
   }
 
   void stop() override {
-    // Endpoint first (its close flushes through the live peer), then the
-    // worker and context, then the peer, then the environment.
-    if (ep_)
-      ep_->close(1s);
-    ep_.reset();
-    worker_.reset();
-    ctx_.reset();
+    // The link (its endpoint flushes through the live peer), then the peer,
+    // then the environment.
+    link_.close();
     peer_.stop();
     env_.reset();
   }
@@ -105,7 +86,7 @@ private:
     fill_payload(ping_, bytes);
     inbox_.arrived = false;
     auto t0 = clock_type::now();
-    auto send = post_am(ep_->native(), am_ping_id, ping_, bytes, true);
+    auto send = post_am(link_.endpoint->native(), am_ping_id, ping_, bytes, true);
     if (!send.error.empty())
       return run_outcome::failed(send.error);
     auto deadline = t0 + 10s;
@@ -117,7 +98,7 @@ private:
         break;
       if (!inbox_.error.empty())
         return run_outcome::failed(inbox_.error);
-      worker_->progress();
+      link_.worker->progress();
       if ((spins & 1023) == 0 && clock_type::now() > deadline)
         return run_outcome::failed("no pong within 10 s; peer: " + peer_.stderr_tail());
     }
@@ -127,9 +108,7 @@ private:
   ucx_transport transport_;
   std::optional<scoped_transport_env> env_;
   peer_process peer_;
-  std::optional<ucx_context> ctx_;
-  std::optional<ucx_worker> worker_;
-  std::optional<ucx_endpoint> ep_;
+  ucx_peer_link link_;
   am_inbox inbox_;
   char ping_[am_max_message];
 };

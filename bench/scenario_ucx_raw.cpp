@@ -21,10 +21,8 @@
 #include "bench/payload.hpp"
 #include "bench/peer_process.hpp"
 #include "bench/transport_env.hpp"
-#include "rdma/ucx_context.hpp"
-#include "rdma/ucx_endpoint.hpp"
+#include "bench/ucx_peer_link.hpp"
 #include "rdma/ucx_get.hpp"
-#include "rdma/ucx_worker.hpp"
 #endif
 
 namespace ferry::bench {
@@ -68,19 +66,9 @@ public:
     remote_addr_ = std::stoull(words[1]);
     if (std::stoull(words[2]) < region_bytes_)
       return "ucx peer offered a short region";
-    auto ctx = ucx_context::create();
-    if (!ctx)
-      return ctx.error_message();
-    ctx_.emplace(std::move(*ctx));
-    auto worker = ucx_worker::create(*ctx_);
-    if (!worker)
-      return worker.error_message();
-    worker_.emplace(std::move(*worker));
-    auto ep = ucx_endpoint::connect(*worker_, address.data(), address.size());
-    if (!ep)
-      return ep.error_message();
-    ep_.emplace(std::move(*ep));
-    auto key = ep_->unpack_rkey(rkey);
+    if (auto e = link_.open(address, false); !e.empty())
+      return e;
+    auto key = link_.endpoint->unpack_rkey(rkey);
     if (!key)
       return key.error_message();
     key_.emplace(std::move(*key));
@@ -110,7 +98,7 @@ public:
   // One timed GET of [0, bytes) of the region into dst_.
   run_outcome get_once(uint64_t bytes) {
     auto t0 = clock_type::now();
-    auto posted = post_get(*worker_, *ep_, *key_, remote_addr_, dst_.data(), bytes);
+    auto posted = post_get(*link_.worker, *link_.endpoint, *key_, remote_addr_, dst_.data(), bytes);
     if (!posted)
       return run_outcome::failed(posted.error_message());
     auto deadline = t0 + 60s;
@@ -120,7 +108,7 @@ public:
         break;
       if (r.state != ucx_get_state::in_progress)
         return run_outcome::failed(r.error);
-      worker_->progress();
+      link_.worker->progress();
       if ((spins & 1023) == 0 && clock_type::now() > deadline)
         return run_outcome::failed("ucp_get_nbx did not complete within 60 s");
     }
@@ -128,14 +116,10 @@ public:
   }
 
   void stop() override {
-    // Endpoint first (its close flushes through the live peer), then the
-    // rest, then the peer, then the environment.
+    // The key, then the link (its endpoint flushes through the live peer),
+    // then the peer, then the environment.
     key_.reset();
-    if (ep_)
-      ep_->close(1s);
-    ep_.reset();
-    worker_.reset();
-    ctx_.reset();
+    link_.close();
     peer_.stop();
     dst_ = bench_buffer{};
     env_dev_.reset();
@@ -149,9 +133,7 @@ private:
   std::optional<scoped_env> env_tls_;
   std::optional<scoped_env> env_dev_;
   peer_process peer_;
-  std::optional<ucx_context> ctx_;
-  std::optional<ucx_worker> worker_;
-  std::optional<ucx_endpoint> ep_;
+  ucx_peer_link link_;
   std::optional<ucx_remote_key> key_;
   bench_buffer dst_;
 };
