@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "protocol/little_endian.hpp"
+
 namespace ferry {
 
 namespace {
@@ -15,27 +17,6 @@ constexpr size_t off_addr = 11;
 constexpr size_t off_len = 19;
 constexpr size_t off_rkey_len = 27;
 static_assert(off_rkey_len + 2 == descriptor_header_bytes);
-
-uint64_t load_u64le(const uint8_t* p) noexcept {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; --i)
-    v = (v << 8) | p[i];
-  return v;
-}
-
-uint16_t load_u16le(const uint8_t* p) noexcept {
-  return static_cast<uint16_t>(p[0] | (p[1] << 8));
-}
-
-void store_u64le(uint8_t* p, uint64_t v) noexcept {
-  for (int i = 0; i < 8; ++i)
-    p[i] = static_cast<uint8_t>(v >> (8 * i));
-}
-
-void store_u16le(uint8_t* p, uint16_t v) noexcept {
-  p[0] = static_cast<uint8_t>(v);
-  p[1] = static_cast<uint8_t>(v >> 8);
-}
 
 descriptor_decode_result refuse(descriptor_refusal r) noexcept {
   descriptor_decode_result res;

@@ -1,0 +1,51 @@
+// control_channel_choice: which channel carries the rendezvous calls to one
+// peer (issue 23): UCX active messages when both nodes can, else CAF
+// requests, as before. Decided once per peer, at its hello, from this node's
+// setting and the capabilities the peer told; each reason is a metric label.
+// A node tells the capability "ucx_am" only when it has UCX and its setting
+// lets the channel run, so a peer forced to CAF is seen as one without it.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ferry {
+
+/// The capability a node's hello carries when it serves the channel.
+inline constexpr std::string_view ucx_am_capability = "ucx_am";
+
+enum class control_channel : uint8_t { caf, ucx_am };
+
+/// The knob: auto (the channel where both nodes can) or caf (never).
+enum class control_channel_setting : uint8_t { automatic, caf };
+
+enum class control_channel_reason : uint8_t {
+  both_ucx_am,      // the channel: both nodes serve it
+  forced_caf,       // this node's setting is caf
+  no_ucx_here,      // this node runs without UCX
+  peer_without_am,  // the peer did not tell "ucx_am"
+};
+
+struct control_channel_choice {
+  control_channel channel = control_channel::caf;
+  control_channel_reason reason = control_channel_reason::forced_caf;
+};
+
+const char* to_string(control_channel c) noexcept;
+const char* to_string(control_channel_reason r) noexcept;
+const char* to_string(control_channel_setting s) noexcept;
+
+/// "auto" or "caf"; none for anything else.
+std::optional<control_channel_setting> parse_control_channel_setting(std::string_view s);
+
+/// Whether this node tells "ucx_am" in its hello.
+bool serves_control_channel(control_channel_setting mine, bool ucx_here) noexcept;
+
+control_channel_choice choose_control_channel(control_channel_setting mine,
+                                              bool ucx_here,
+                                              const std::vector<std::string>& peer_caps);
+
+} // namespace ferry

@@ -1,0 +1,316 @@
+// The plain pieces of the control channel (issue 23): the frame codec
+// (protocol/control_frame.hpp), the table of calls out
+// (rdma/control_calls.hpp) and the per-peer choice of channel
+// (rdma/control_channel_choice.hpp).
+#include "protocol/control_frame.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "rdma/control_calls.hpp"
+#include "rdma/control_channel_choice.hpp"
+#include "tests/rdma_core/guarded_buffer.hpp"
+
+using namespace ferry;
+
+namespace {
+
+control_frame_view call_frame(control_op op, uint64_t id, std::string_view body) {
+  control_frame_view f;
+  f.kind = control_kind::call;
+  f.op = op;
+  f.call_id = id;
+  f.body = body;
+  return f;
+}
+
+control_frame_refusal refusal_of(const std::vector<uint8_t>& bytes) {
+  auto r = decode_control_frame(bytes.data(), bytes.size());
+  EXPECT_FALSE(r.ok());
+  return r.refusal;
+}
+
+std::vector<uint8_t> valid_call() {
+  return encode_control_frame(call_frame(control_op::acquire, 42, R"({"handle":"x"})"));
+}
+
+} // namespace
+
+// -- the frame codec ----------------------------------------------------------
+
+TEST(ControlFrame, golden_layout_is_little_endian) {
+  auto bytes = encode_control_frame(call_frame(control_op::pull, 0x0102030405060708ull, "ab"));
+  const std::vector<uint8_t> expected = {
+    0xFE, 1, 1, 3, 0, 0, 0, 0,                      // magic, version, call, pull
+    0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, // call id
+    2, 0, 0, 0,                                     // body_len
+    0, 0, 0, 0,                                     // payload_len
+    'a', 'b'};
+  EXPECT_EQ(bytes, expected);
+}
+
+TEST(ControlFrame, every_kind_and_op_round_trips) {
+  const std::string body = "{\"lease_id\":7}";
+  for (uint8_t k = 1; k <= 3; ++k) {
+    for (uint8_t op = 1; op <= control_op_max; ++op) {
+      control_frame_view f;
+      f.kind = static_cast<control_kind>(k);
+      f.op = static_cast<control_op>(op);
+      f.call_id = 1000 + op;
+      f.body = body;
+      if (f.kind == control_kind::call && op == 5)
+        f.flags = control_flag_one_way;
+      auto bytes = encode_control_frame(f);
+      ASSERT_FALSE(bytes.empty()) << int(k) << "/" << int(op);
+      auto r = decode_control_frame(bytes.data(), bytes.size());
+      ASSERT_TRUE(r.ok()) << to_string(r.refusal);
+      EXPECT_EQ(r.frame->kind, f.kind);
+      EXPECT_EQ(r.frame->op, f.op);
+      EXPECT_EQ(r.frame->call_id, f.call_id);
+      EXPECT_EQ(r.frame->flags, f.flags);
+      EXPECT_EQ(r.frame->body, body);
+      EXPECT_TRUE(r.frame->payload.empty());
+    }
+  }
+}
+
+TEST(ControlFrame, acquire_answer_carries_an_inline_payload) {
+  std::string payload(16 * 1024, '\0');
+  for (size_t i = 0; i < payload.size(); ++i)
+    payload[i] = static_cast<char>(i * 31 + 7);
+  control_frame_view f;
+  f.kind = control_kind::answer;
+  f.op = control_op::acquire;
+  f.call_id = 9;
+  f.body = R"({"eager":{"lease_id":3}})";
+  f.payload = payload;
+  auto bytes = encode_control_frame(f);
+  auto r = decode_control_frame(bytes.data(), bytes.size());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.frame->body, f.body);
+  EXPECT_EQ(r.frame->payload, payload);
+}
+
+TEST(ControlFrame, refusals_name_the_broken_rule) {
+  auto with = [](size_t at, uint8_t value) {
+    auto b = valid_call();
+    b[at] = value;
+    return b;
+  };
+  EXPECT_EQ(refusal_of({}), control_frame_refusal::too_short);
+  auto short_one = valid_call();
+  short_one.resize(control_frame_header_bytes - 1);
+  EXPECT_EQ(refusal_of(short_one), control_frame_refusal::too_short);
+  EXPECT_EQ(refusal_of(with(0, 0xFD)), control_frame_refusal::bad_magic);
+  EXPECT_EQ(refusal_of(with(1, 2)), control_frame_refusal::unknown_version);
+  EXPECT_EQ(refusal_of(with(2, 0)), control_frame_refusal::unknown_kind);
+  EXPECT_EQ(refusal_of(with(2, 4)), control_frame_refusal::unknown_kind);
+  EXPECT_EQ(refusal_of(with(3, 0)), control_frame_refusal::unknown_op);
+  EXPECT_EQ(refusal_of(with(3, control_op_max + 1)), control_frame_refusal::unknown_op);
+  EXPECT_EQ(refusal_of(with(4, 2)), control_frame_refusal::bad_flags);
+  EXPECT_EQ(refusal_of(with(5, 1)), control_frame_refusal::nonzero_reserved);
+  EXPECT_EQ(refusal_of(with(7, 1)), control_frame_refusal::nonzero_reserved);
+  auto zero_id = valid_call();
+  std::fill(zero_id.begin() + 8, zero_id.begin() + 16, 0);
+  EXPECT_EQ(refusal_of(zero_id), control_frame_refusal::zero_call_id);
+  // An answer may not be one-way.
+  auto answer = valid_call();
+  answer[2] = static_cast<uint8_t>(control_kind::answer);
+  answer[4] = control_flag_one_way;
+  EXPECT_EQ(refusal_of(answer), control_frame_refusal::bad_flags);
+}
+
+TEST(ControlFrame, stated_lengths_must_add_up_to_the_bytes) {
+  auto longer = valid_call();
+  longer.push_back('x');
+  EXPECT_EQ(refusal_of(longer), control_frame_refusal::length_mismatch);
+  auto shorter = valid_call();
+  shorter.pop_back();
+  EXPECT_EQ(refusal_of(shorter), control_frame_refusal::length_mismatch);
+  // A body length near 2^32 is refused as too long, never summed.
+  auto huge = valid_call();
+  huge[16] = huge[17] = huge[18] = huge[19] = 0xFF;
+  EXPECT_EQ(refusal_of(huge), control_frame_refusal::body_too_long);
+  // A call's body over 64 KiB, stated or real.
+  std::string big(max_control_call_body + 1, 'x');
+  EXPECT_TRUE(encode_control_frame(call_frame(control_op::acquire, 1, big)).empty());
+  auto stated = valid_call();
+  stated[18] = 0x01; // body_len += 64 KiB
+  EXPECT_EQ(refusal_of(stated), control_frame_refusal::body_too_long);
+}
+
+TEST(ControlFrame, a_payload_only_rides_an_acquire_answer) {
+  auto b = valid_call(); // a call with a payload of 1 byte
+  b[20] = 1;
+  b.push_back('p');
+  EXPECT_EQ(refusal_of(b), control_frame_refusal::payload_misplaced);
+  control_frame_view pull_answer;
+  pull_answer.kind = control_kind::answer;
+  pull_answer.op = control_op::pull;
+  pull_answer.call_id = 5;
+  pull_answer.payload = "p";
+  EXPECT_TRUE(encode_control_frame(pull_answer).empty());
+  control_frame_view acquire_answer = pull_answer;
+  acquire_answer.op = control_op::acquire;
+  std::string too_much(max_control_payload + 1, 'p');
+  acquire_answer.payload = too_much;
+  EXPECT_TRUE(encode_control_frame(acquire_answer).empty());
+  acquire_answer.payload = "p";
+  EXPECT_FALSE(encode_control_frame(acquire_answer).empty());
+}
+
+TEST(ControlFrame, decoder_reads_nothing_past_the_buffer) {
+  test::guarded_buffer guard(control_frame_header_bytes + 64);
+  ASSERT_TRUE(guard.valid());
+  auto good = valid_call();
+  // Every prefix of a good frame, ending at the guard page: refused, no fault.
+  for (size_t n = 0; n < good.size(); ++n) {
+    auto* at = guard.place(good.data(), n);
+    EXPECT_FALSE(decode_control_frame(at, n).ok()) << n;
+  }
+  auto* at = guard.place(good.data(), good.size());
+  EXPECT_TRUE(decode_control_frame(at, good.size()).ok());
+}
+
+TEST(ControlFrame, error_body_keeps_code_and_bounded_text) {
+  auto body = encode_control_error(7, "peer went away");
+  std::string_view view{reinterpret_cast<const char*>(body.data()), body.size()};
+  auto e = decode_control_error(view, 30);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->code, 7);
+  EXPECT_EQ(e->text, "peer went away");
+  EXPECT_FALSE(decode_control_error("", 30));
+  EXPECT_FALSE(decode_control_error(std::string_view{"\0x", 2}, 30)); // code none
+  EXPECT_FALSE(decode_control_error("\x1f", 30));                     // unknown code
+  std::string long_text(max_control_error_text + 10, 't');
+  auto cut = encode_control_error(3, long_text);
+  EXPECT_EQ(cut.size(), 1 + max_control_error_text);
+  std::string over = "\x03" + long_text;
+  EXPECT_FALSE(decode_control_error(over, 30));
+}
+
+// -- the table of calls out ---------------------------------------------------
+
+namespace {
+
+using calls = control_calls<std::string>;
+using clock_type = calls::clock_type;
+
+clock_type::time_point at(int ms) {
+  return clock_type::time_point{} + std::chrono::milliseconds{ms};
+}
+
+} // namespace
+
+TEST(ControlCalls, an_answer_completes_its_call_once) {
+  calls t{100};
+  auto id = t.start(7, control_op::acquire, at(50), "waiter");
+  ASSERT_TRUE(id);
+  EXPECT_EQ(*id, 100u);
+  auto r = t.answer(7, *id, control_op::acquire);
+  ASSERT_EQ(r.verdict, control_answer_verdict::matched);
+  ASSERT_TRUE(r.completed);
+  EXPECT_EQ(r.completed->waiter, "waiter");
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_EQ(t.answer(7, *id, control_op::acquire).verdict,
+            control_answer_verdict::unknown_call);
+  EXPECT_FALSE(t.next_deadline());
+}
+
+TEST(ControlCalls, another_peer_or_op_cannot_end_a_call) {
+  calls t{1};
+  auto id = t.start(7, control_op::pull, at(50), "w");
+  ASSERT_TRUE(id);
+  EXPECT_EQ(t.answer(8, *id, control_op::pull).verdict, control_answer_verdict::wrong_peer);
+  EXPECT_EQ(t.answer(7, *id, control_op::acquire).verdict, control_answer_verdict::wrong_op);
+  EXPECT_EQ(t.answer(7, *id + 1, control_op::pull).verdict,
+            control_answer_verdict::unknown_call);
+  EXPECT_EQ(t.size(), 1u); // still waiting for the right answer
+  EXPECT_EQ(t.answer(7, *id, control_op::pull).verdict, control_answer_verdict::matched);
+}
+
+TEST(ControlCalls, expire_hands_back_calls_past_their_deadline_earliest_first) {
+  calls t{1};
+  auto late = t.start(1, control_op::acquire, at(300), "late");
+  auto early = t.start(2, control_op::pull, at(100), "early");
+  auto mid = t.start(1, control_op::metadata, at(200), "mid");
+  ASSERT_TRUE(late && early && mid);
+  EXPECT_EQ(t.next_deadline(), at(100));
+  EXPECT_TRUE(t.expire(at(99)).empty());
+  auto gone = t.expire(at(200));
+  ASSERT_EQ(gone.size(), 2u);
+  EXPECT_EQ(gone[0].waiter, "early");
+  EXPECT_EQ(gone[1].waiter, "mid");
+  EXPECT_EQ(t.next_deadline(), at(300));
+  // An answer after its call expired completes nothing.
+  EXPECT_EQ(t.answer(2, *early, control_op::pull).verdict,
+            control_answer_verdict::unknown_call);
+  EXPECT_EQ(t.size(), 1u);
+}
+
+TEST(ControlCalls, peer_down_fails_every_call_to_that_peer_at_once) {
+  calls t{1};
+  t.start(1, control_op::acquire, at(100), "a1");
+  t.start(2, control_op::acquire, at(100), "b1");
+  t.start(1, control_op::pull, at(100), "a2");
+  auto gone = t.peer_down(1);
+  ASSERT_EQ(gone.size(), 2u);
+  EXPECT_EQ(gone[0].waiter, "a1");
+  EXPECT_EQ(gone[1].waiter, "a2");
+  EXPECT_EQ(t.count_for(1), 0u);
+  EXPECT_EQ(t.count_for(2), 1u);
+  EXPECT_TRUE(t.peer_down(1).empty());
+  EXPECT_EQ(t.expire(at(100)).size(), 1u); // b1 only
+}
+
+TEST(ControlCalls, bounds_refuse_before_anything_is_kept) {
+  calls t{1, control_calls_limits{3, 2}};
+  EXPECT_TRUE(t.start(1, control_op::pull, at(10), "1"));
+  EXPECT_TRUE(t.start(1, control_op::pull, at(10), "2"));
+  EXPECT_FALSE(t.start(1, control_op::pull, at(10), "3")); // per peer
+  EXPECT_TRUE(t.start(2, control_op::pull, at(10), "4"));
+  EXPECT_FALSE(t.start(3, control_op::pull, at(10), "5")); // in all
+  EXPECT_EQ(t.size(), 3u);
+  t.expire(at(10));
+  EXPECT_EQ(t.size(), 0u);
+  EXPECT_TRUE(t.start(1, control_op::pull, at(20), "6"));
+}
+
+TEST(ControlCalls, ids_are_never_zero_or_repeated_across_the_wrap) {
+  calls t{~uint64_t{0} - 1};
+  std::vector<uint64_t> ids;
+  for (int i = 0; i < 4; ++i)
+    ids.push_back(*t.start(1, control_op::ref, at(1), "w"));
+  EXPECT_EQ(ids[0], ~uint64_t{0} - 1);
+  EXPECT_EQ(ids[1], ~uint64_t{0});
+  EXPECT_EQ(ids[2], 1u);
+  EXPECT_EQ(ids[3], 2u);
+  calls from_zero{0};
+  EXPECT_EQ(*from_zero.start(1, control_op::ref, at(1), "w"), 1u);
+}
+
+// -- which channel a peer gets -----------------------------------------------
+
+TEST(ControlChannelChoice, the_channel_only_when_both_nodes_serve_it) {
+  using s = control_channel_setting;
+  using r = control_channel_reason;
+  const std::vector<std::string> with_am = {"chunked", "ucx", "ucx_am"};
+  const std::vector<std::string> without = {"chunked", "ucx"};
+  auto c = choose_control_channel(s::automatic, true, with_am);
+  EXPECT_EQ(c.channel, control_channel::ucx_am);
+  EXPECT_EQ(c.reason, r::both_ucx_am);
+  EXPECT_EQ(choose_control_channel(s::caf, true, with_am).reason, r::forced_caf);
+  EXPECT_EQ(choose_control_channel(s::automatic, false, with_am).reason, r::no_ucx_here);
+  c = choose_control_channel(s::automatic, true, without);
+  EXPECT_EQ(c.channel, control_channel::caf);
+  EXPECT_EQ(c.reason, r::peer_without_am);
+  EXPECT_TRUE(serves_control_channel(s::automatic, true));
+  EXPECT_FALSE(serves_control_channel(s::caf, true));
+  EXPECT_FALSE(serves_control_channel(s::automatic, false));
+  EXPECT_EQ(parse_control_channel_setting("caf"), s::caf);
+  EXPECT_EQ(parse_control_channel_setting("auto"), s::automatic);
+  EXPECT_FALSE(parse_control_channel_setting("ucx"));
+  EXPECT_STREQ(to_string(control_channel::ucx_am), "ucx_am");
+}
