@@ -26,8 +26,14 @@ caf::expected<peer_hello> node::connect(const std::string& endpoint) {
 /// own remote_actor waits without a bound, and for minutes when the port
 /// publishes something that is not a gateway.)
 caf::expected<gateway_actor> node::dial_gateway(const std::string& host, uint16_t port) {
-  // Dials in all, while the request timeout lasts, when CAF cuts them.
-  constexpr int max_dial_attempts = 16;
+  // Dials in all, while the request timeout lasts, when CAF cuts them. One
+  // more dial after a cut almost always gets through (a tick has just
+  // passed). More would be harmful: a listener that never speaks also ends
+  // each dial with connection_timeout, every dial fills a slot of its
+  // accept queue, and once that is full CAF's connect() blocks the node's
+  // middleman thread, all of its networking, for the kernel's SYN retries
+  // (about two minutes; HostileEndpoint.ConnectingToWhatIsNoGateway...).
+  constexpr int max_dial_attempts = 3;
   using clock = std::chrono::steady_clock;
   auto where = host + ":" + std::to_string(port);
   // CAF's connect would block its middleman for minutes on an address that
