@@ -19,7 +19,9 @@ constexpr size_t off_reserved16 = 6;
 constexpr size_t off_call_id = 8;
 constexpr size_t off_body_len = 16;
 constexpr size_t off_payload_len = 20;
-static_assert(off_payload_len + 4 == control_frame_header_bytes);
+constexpr size_t off_sender = 24;
+constexpr size_t off_pair_token = 32;
+static_assert(off_pair_token + 8 == control_frame_header_bytes);
 
 control_frame_decode_result refuse(control_frame_refusal r) noexcept {
   control_frame_decode_result res;
@@ -40,7 +42,7 @@ size_t body_bound(control_kind k) noexcept {
 /// decoder and the encoder (which refuses to write what decode refuses).
 std::optional<control_frame_refusal>
 check_fields(control_kind kind, uint8_t op, uint8_t flags, uint64_t call_id,
-             size_t body_len, size_t payload_len) noexcept {
+             uint64_t sender, size_t body_len, size_t payload_len) noexcept {
   if (op == 0 || op > control_op_max)
     return control_frame_refusal::unknown_op;
   const uint8_t allowed = kind == control_kind::call ? control_flag_one_way : 0;
@@ -48,6 +50,8 @@ check_fields(control_kind kind, uint8_t op, uint8_t flags, uint64_t call_id,
     return control_frame_refusal::bad_flags;
   if (call_id == 0)
     return control_frame_refusal::zero_call_id;
+  if (sender == 0)
+    return control_frame_refusal::zero_sender;
   if (body_len > body_bound(kind))
     return control_frame_refusal::body_too_long;
   if (payload_len != 0
@@ -78,6 +82,8 @@ const char* to_string(control_frame_refusal r) noexcept {
       return "nonzero_reserved";
     case control_frame_refusal::zero_call_id:
       return "zero_call_id";
+    case control_frame_refusal::zero_sender:
+      return "zero_sender";
     case control_frame_refusal::body_too_long:
       return "body_too_long";
     case control_frame_refusal::payload_misplaced:
@@ -127,9 +133,10 @@ control_frame_decode_result decode_control_frame(const uint8_t* data,
   const uint8_t op = data[off_op];
   const uint8_t flags = data[off_flags];
   const uint64_t call_id = load_u64le(data + off_call_id);
+  const uint64_t sender = load_u64le(data + off_sender);
   const size_t body_len = load_u32le(data + off_body_len);
   const size_t payload_len = load_u32le(data + off_payload_len);
-  if (auto why = check_fields(kind, op, flags, call_id, body_len, payload_len))
+  if (auto why = check_fields(kind, op, flags, call_id, sender, body_len, payload_len))
     return refuse(*why);
   // Both lengths are bounded far below 2^32, so the sum cannot wrap.
   if (size - control_frame_header_bytes != body_len + payload_len)
@@ -140,6 +147,8 @@ control_frame_decode_result decode_control_frame(const uint8_t* data,
   f.op = static_cast<control_op>(op);
   f.flags = flags;
   f.call_id = call_id;
+  f.sender = sender;
+  f.pair_token = load_u64le(data + off_pair_token);
   const char* body = reinterpret_cast<const char*>(data + control_frame_header_bytes);
   f.body = std::string_view{body, body_len};
   f.payload = std::string_view{body + body_len, payload_len};
@@ -148,7 +157,7 @@ control_frame_decode_result decode_control_frame(const uint8_t* data,
 
 std::vector<uint8_t> encode_control_frame(const control_frame_view& f) {
   if (!known_kind(static_cast<uint8_t>(f.kind))
-      || check_fields(f.kind, static_cast<uint8_t>(f.op), f.flags, f.call_id,
+      || check_fields(f.kind, static_cast<uint8_t>(f.op), f.flags, f.call_id, f.sender,
                       f.body.size(), f.payload.size()))
     return {};
   std::vector<uint8_t> out(control_frame_header_bytes + f.body.size() + f.payload.size());
@@ -161,6 +170,8 @@ std::vector<uint8_t> encode_control_frame(const control_frame_view& f) {
   store_u64le(p + off_call_id, f.call_id);
   store_u32le(p + off_body_len, static_cast<uint32_t>(f.body.size()));
   store_u32le(p + off_payload_len, static_cast<uint32_t>(f.payload.size()));
+  store_u64le(p + off_sender, f.sender);
+  store_u64le(p + off_pair_token, f.pair_token);
   auto* at = std::copy(f.body.begin(), f.body.end(), p + control_frame_header_bytes);
   std::copy(f.payload.begin(), f.payload.end(), at);
   return out;

@@ -5,7 +5,7 @@
 // Must never: throw, allocate before the framing is proven, read outside the
 // buffer it was handed, or depend on CAF or UCX (it is compiled into a fuzzer).
 //
-// Wire form (all integers little-endian, 24-byte header, then two sections):
+// Wire form (all integers little-endian, 40-byte header, then two sections):
 //   offset  0  magic        u8   0xFE
 //   offset  1  version      u8   1
 //   offset  2  kind         u8   1 call, 2 answer, 3 error answer
@@ -17,7 +17,13 @@
 //   offset 16  body_len     u32  the body (JSON, chunk bytes, or an error)
 //   offset 20  payload_len  u32  bytes after the body: an acquire answer's
 //                                inline payload (eager); 0 anywhere else
-//   offset 24  body, then payload, and then the buffer ends
+//   offset 24  sender       u64  the sending node's worker id; never 0
+//   offset 32  pair_token   u64  the secret the two nodes agreed on over
+//                                their CAF connection (the hello, TLS when
+//                                the cluster runs it); UCX authenticates
+//                                nobody, so a frame whose token is not the
+//                                pair's is dropped by the channel
+//   offset 40  body, then payload, and then the buffer ends
 //
 // An error answer's body: code u8 (ferry's errc, never none), then at most
 // max_control_error_text bytes of text saying what went wrong.
@@ -33,7 +39,7 @@ namespace ferry {
 
 inline constexpr uint8_t control_frame_magic = 0xFE;
 inline constexpr uint8_t control_frame_version_1 = 1;
-inline constexpr size_t control_frame_header_bytes = 24;
+inline constexpr size_t control_frame_header_bytes = 40;
 /// A call's body is a small JSON document.
 inline constexpr size_t max_control_call_body = 64 * 1024;
 /// An answer's body: a chunk at most as large as the staging chunks.
@@ -64,6 +70,8 @@ struct control_frame_view {
   control_op op = control_op::metadata;
   uint8_t flags = 0;
   uint64_t call_id = 0;
+  uint64_t sender = 0;
+  uint64_t pair_token = 0;
   std::string_view body;
   std::string_view payload;
 
@@ -72,7 +80,7 @@ struct control_frame_view {
 
 /// Why a byte string is not a frame. The names double as metric labels.
 enum class control_frame_refusal : uint8_t {
-  too_short,        // fewer than the 24 header bytes
+  too_short,        // fewer than the 40 header bytes
   bad_magic,        // byte 0 is not 0xFE
   unknown_version,  // version is not 1
   unknown_kind,     // kind is not call, answer or error
@@ -80,6 +88,7 @@ enum class control_frame_refusal : uint8_t {
   bad_flags,        // a flag this version does not define, or one-way off a call
   nonzero_reserved, // the reserved bytes are not zero
   zero_call_id,     // call id 0
+  zero_sender,      // sender worker id 0
   body_too_long,    // over the bound for this kind
   payload_misplaced, // a payload anywhere but an acquire's answer
   payload_too_long, // over max_control_payload

@@ -3,6 +3,7 @@
 add_library(ferry_rdma_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/arena_pool.cpp
   ${CMAKE_CURRENT_LIST_DIR}/control_channel_choice.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/control_protocol.cpp
   ${CMAKE_CURRENT_LIST_DIR}/endpoint_activity.cpp
   ${CMAKE_CURRENT_LIST_DIR}/external_region.cpp
   ${CMAKE_CURRENT_LIST_DIR}/offset_allocator.cpp

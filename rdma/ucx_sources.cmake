@@ -8,7 +8,8 @@ add_library(ferry_ucx STATIC
   ${CMAKE_CURRENT_LIST_DIR}/ucx_worker.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ucx_memory.cpp
   ${CMAKE_CURRENT_LIST_DIR}/ucx_endpoint.cpp
-  ${CMAKE_CURRENT_LIST_DIR}/ucx_get.cpp)
+  ${CMAKE_CURRENT_LIST_DIR}/ucx_get.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/ucx_active_message.cpp)
 ferry_public_includes(ferry_ucx)
 target_link_libraries(ferry_ucx PUBLIC ucx::ucp ucx::ucs)
 # spdlog: a failed unmap is logged at error (its pages are leaked on purpose).

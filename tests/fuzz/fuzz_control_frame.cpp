@@ -23,7 +23,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         || f.payload.data() != f.body.data() + f.body.size()
         || ferry::control_frame_header_bytes + f.body.size() + f.payload.size() != size)
       std::abort(); // views that do not tile the input
-    if (f.call_id == 0 || (f.one_way() && f.kind != ferry::control_kind::call))
+    if (f.call_id == 0 || f.sender == 0 || (f.one_way() && f.kind != ferry::control_kind::call))
       std::abort();
     if (!f.payload.empty()
         && !(f.kind == ferry::control_kind::answer && f.op == ferry::control_op::acquire))

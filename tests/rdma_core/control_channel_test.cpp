@@ -1,7 +1,8 @@
 // The plain pieces of the control channel (issue 23): the frame codec
 // (protocol/control_frame.hpp), the table of calls out
-// (rdma/control_calls.hpp) and the per-peer choice of channel
-// (rdma/control_channel_choice.hpp).
+// (rdma/control_calls.hpp), the per-peer choice of channel
+// (rdma/control_channel_choice.hpp) and the channel's rules on both sides
+// (rdma/control_protocol.hpp).
 #include "protocol/control_frame.hpp"
 
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 
 #include "rdma/control_calls.hpp"
 #include "rdma/control_channel_choice.hpp"
+#include "rdma/control_protocol.hpp"
 #include "tests/rdma_core/guarded_buffer.hpp"
 
 using namespace ferry;
@@ -22,6 +24,8 @@ control_frame_view call_frame(control_op op, uint64_t id, std::string_view body)
   f.kind = control_kind::call;
   f.op = op;
   f.call_id = id;
+  f.sender = 0x77;
+  f.pair_token = 0x5eed;
   f.body = body;
   return f;
 }
@@ -47,8 +51,14 @@ TEST(ControlFrame, golden_layout_is_little_endian) {
     0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, // call id
     2, 0, 0, 0,                                     // body_len
     0, 0, 0, 0,                                     // payload_len
+    0x77, 0, 0, 0, 0, 0, 0, 0,                      // sender
+    0xed, 0x5e, 0, 0, 0, 0, 0, 0,                   // pair token
     'a', 'b'};
   EXPECT_EQ(bytes, expected);
+  auto r = decode_control_frame(bytes.data(), bytes.size());
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ(r.frame->sender, 0x77u);
+  EXPECT_EQ(r.frame->pair_token, 0x5eedu);
 }
 
 TEST(ControlFrame, every_kind_and_op_round_trips) {
@@ -59,6 +69,7 @@ TEST(ControlFrame, every_kind_and_op_round_trips) {
       f.kind = static_cast<control_kind>(k);
       f.op = static_cast<control_op>(op);
       f.call_id = 1000 + op;
+      f.sender = 3;
       f.body = body;
       if (f.kind == control_kind::call && op == 5)
         f.flags = control_flag_one_way;
@@ -84,6 +95,7 @@ TEST(ControlFrame, acquire_answer_carries_an_inline_payload) {
   f.kind = control_kind::answer;
   f.op = control_op::acquire;
   f.call_id = 9;
+  f.sender = 3;
   f.body = R"({"eager":{"lease_id":3}})";
   f.payload = payload;
   auto bytes = encode_control_frame(f);
@@ -115,6 +127,9 @@ TEST(ControlFrame, refusals_name_the_broken_rule) {
   auto zero_id = valid_call();
   std::fill(zero_id.begin() + 8, zero_id.begin() + 16, 0);
   EXPECT_EQ(refusal_of(zero_id), control_frame_refusal::zero_call_id);
+  auto zero_sender = valid_call();
+  std::fill(zero_sender.begin() + 24, zero_sender.begin() + 32, 0);
+  EXPECT_EQ(refusal_of(zero_sender), control_frame_refusal::zero_sender);
   // An answer may not be one-way.
   auto answer = valid_call();
   answer[2] = static_cast<uint8_t>(control_kind::answer);
@@ -150,6 +165,7 @@ TEST(ControlFrame, a_payload_only_rides_an_acquire_answer) {
   pull_answer.kind = control_kind::answer;
   pull_answer.op = control_op::pull;
   pull_answer.call_id = 5;
+  pull_answer.sender = 3;
   pull_answer.payload = "p";
   EXPECT_TRUE(encode_control_frame(pull_answer).empty());
   control_frame_view acquire_answer = pull_answer;
@@ -313,4 +329,186 @@ TEST(ControlChannelChoice, the_channel_only_when_both_nodes_serve_it) {
   EXPECT_EQ(parse_control_channel_setting("auto"), s::automatic);
   EXPECT_FALSE(parse_control_channel_setting("ucx"));
   EXPECT_STREQ(to_string(control_channel::ucx_am), "ucx_am");
+}
+
+// -- the channel's rules, both sides (rdma/control_protocol.hpp) ----------------
+
+namespace {
+
+using protocol = control_protocol<std::string>;
+
+constexpr uint64_t node_a = 0xA, node_b = 0xB, node_c = 0xC;
+constexpr uint8_t max_code = 30;
+
+/// A and B registered with each other (B's token for A's frames 0xAB, A's
+/// for B's 0xBA), C registered with both.
+struct three_nodes {
+  protocol a{node_a, 1000};
+  protocol b{node_b, 5000};
+  protocol c{node_c, 9000};
+  three_nodes() {
+    a.add_peer(node_b, {0xAB, 0xBA});
+    b.add_peer(node_a, {0xBA, 0xAB});
+    a.add_peer(node_c, {0xAC, 0xCA});
+    c.add_peer(node_a, {0xCA, 0xAC});
+    b.add_peer(node_c, {0xBC, 0xCB});
+    c.add_peer(node_b, {0xCB, 0xBC});
+  }
+};
+
+template <class T>
+T& as(protocol::received& v) {
+  EXPECT_TRUE(std::holds_alternative<T>(v));
+  return std::get<T>(v);
+}
+
+protocol::outgoing sent(std::variant<protocol::outgoing, control_call_refusal> v) {
+  EXPECT_TRUE(std::holds_alternative<protocol::outgoing>(v));
+  return std::get<protocol::outgoing>(v);
+}
+
+} // namespace
+
+TEST(ControlProtocol, a_call_and_its_answer_with_an_inline_payload) {
+  three_nodes n;
+  auto out = sent(n.a.call_peer(node_b, control_op::acquire, R"({"handle":"h"})", false,
+                                at(100), "caller-1"));
+  EXPECT_EQ(n.a.calls_out(), 1u);
+  auto got = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto& call = as<protocol::incoming_call>(got);
+  EXPECT_EQ(call.peer, node_a);
+  EXPECT_EQ(call.op, control_op::acquire);
+  EXPECT_EQ(call.body, R"({"handle":"h"})");
+  EXPECT_FALSE(call.one_way);
+  auto reply = n.b.answer_frame(call, R"({"eager":{"lease_id":4}})", "16 bytes of data");
+  ASSERT_TRUE(reply);
+  auto back = n.a.receive(reply->data(), reply->size(), max_code);
+  auto& ans = as<protocol::answer>(back);
+  EXPECT_EQ(ans.completed.waiter, "caller-1");
+  EXPECT_FALSE(ans.failed);
+  EXPECT_EQ(ans.body, R"({"eager":{"lease_id":4}})");
+  EXPECT_EQ(ans.payload, "16 bytes of data");
+  EXPECT_EQ(n.a.calls_out(), 0u);
+  // The same answer again completes nothing.
+  auto again = n.a.receive(reply->data(), reply->size(), max_code);
+  EXPECT_EQ(as<protocol::dropped>(again).why, control_drop::unknown_call);
+}
+
+TEST(ControlProtocol, frames_without_the_pairs_token_or_from_strangers_are_dropped) {
+  three_nodes n;
+  // C forges a call to B in A's name: it does not know B's token for A.
+  control_frame_view forged;
+  forged.kind = control_kind::call;
+  forged.op = control_op::acquire;
+  forged.call_id = 1;
+  forged.sender = node_a;
+  forged.pair_token = 0xCB; // C's own token for B
+  forged.body = "{}";
+  auto bytes = encode_control_frame(forged);
+  auto got = n.b.receive(bytes.data(), bytes.size(), max_code);
+  EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::bad_token);
+  forged.sender = 0xD; // nobody B knows
+  bytes = encode_control_frame(forged);
+  got = n.b.receive(bytes.data(), bytes.size(), max_code);
+  EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::unknown_peer);
+  std::vector<uint8_t> junk = {1, 2, 3};
+  got = n.b.receive(junk.data(), junk.size(), max_code);
+  EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::malformed);
+  EXPECT_EQ(n.b.dropped_count(control_drop::bad_token), 1u);
+  EXPECT_EQ(n.b.dropped_count(control_drop::unknown_peer), 1u);
+  EXPECT_EQ(n.b.dropped_count(control_drop::malformed), 1u);
+}
+
+TEST(ControlProtocol, another_registered_peer_cannot_answer_for_the_called_one) {
+  three_nodes n;
+  auto out = sent(n.a.call_peer(node_b, control_op::pull, "{}", false, at(100), "w"));
+  // C answers A's call to B, with its own valid token to A.
+  auto call_seen_by_b = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto& call = as<protocol::incoming_call>(call_seen_by_b);
+  protocol::incoming_call stolen = call;
+  stolen.peer = node_a;
+  auto fake = n.c.answer_frame(stolen, "forged chunk");
+  ASSERT_TRUE(fake);
+  auto got = n.a.receive(fake->data(), fake->size(), max_code);
+  EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::wrong_peer);
+  EXPECT_EQ(n.a.calls_out(), 1u);
+  auto real = n.b.answer_frame(call, "real chunk");
+  auto back = n.a.receive(real->data(), real->size(), max_code);
+  EXPECT_EQ(as<protocol::answer>(back).body, "real chunk");
+}
+
+TEST(ControlProtocol, one_way_calls_keep_nothing_and_get_no_answer) {
+  three_nodes n;
+  auto out = sent(n.a.call_peer(node_b, control_op::detach, R"({"lease_id":3})", true,
+                                at(100), "unused"));
+  EXPECT_EQ(n.a.calls_out(), 0u);
+  auto got = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto& call = as<protocol::incoming_call>(got);
+  EXPECT_TRUE(call.one_way);
+  EXPECT_FALSE(n.b.answer_frame(call, "{}"));
+  EXPECT_FALSE(n.b.error_frame(call, 2, "no"));
+}
+
+TEST(ControlProtocol, error_answers_carry_code_and_text_and_bad_ones_are_dropped) {
+  three_nodes n;
+  auto out = sent(n.a.call_peer(node_b, control_op::acquire, "{}", false, at(100), "w"));
+  auto got = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto& call = as<protocol::incoming_call>(got);
+  // An error body with code 0 (none) is not an error: dropped, call kept.
+  control_frame_view bad;
+  bad.kind = control_kind::error;
+  bad.op = control_op::acquire;
+  bad.call_id = call.call_id;
+  bad.sender = node_b;
+  bad.pair_token = 0xBA;
+  bad.body = std::string_view{"\0oops", 5};
+  auto bytes = encode_control_frame(bad);
+  auto dropped = n.a.receive(bytes.data(), bytes.size(), max_code);
+  EXPECT_EQ(as<protocol::dropped>(dropped).why, control_drop::bad_error_body);
+  EXPECT_EQ(n.a.calls_out(), 1u);
+  auto err = n.b.error_frame(call, 2, "no slot for this handle");
+  ASSERT_TRUE(err);
+  auto back = n.a.receive(err->data(), err->size(), max_code);
+  auto& ans = as<protocol::answer>(back);
+  EXPECT_TRUE(ans.failed);
+  EXPECT_EQ(ans.error_code, 2);
+  EXPECT_EQ(ans.body, "no slot for this handle");
+}
+
+TEST(ControlProtocol, a_removed_peer_fails_its_calls_and_is_heard_no_more) {
+  three_nodes n;
+  sent(n.a.call_peer(node_b, control_op::acquire, "{}", false, at(100), "to-b-1"));
+  sent(n.a.call_peer(node_c, control_op::acquire, "{}", false, at(100), "to-c"));
+  auto out = sent(n.a.call_peer(node_b, control_op::pull, "{}", false, at(100), "to-b-2"));
+  auto gone = n.a.remove_peer(node_b);
+  ASSERT_EQ(gone.size(), 2u);
+  EXPECT_EQ(gone[0].waiter, "to-b-1");
+  EXPECT_EQ(gone[1].waiter, "to-b-2");
+  EXPECT_EQ(n.a.calls_out(), 1u);
+  auto call = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto late = n.b.answer_frame(as<protocol::incoming_call>(call), "late");
+  auto got = n.a.receive(late->data(), late->size(), max_code);
+  EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::unknown_peer);
+  auto refused = n.a.call_peer(node_b, control_op::pull, "{}", false, at(100), "w");
+  EXPECT_EQ(std::get<control_call_refusal>(refused), control_call_refusal::unknown_peer);
+}
+
+TEST(ControlProtocol, calls_over_a_bound_are_refused_before_anything_is_sent) {
+  protocol a{node_a, 1, control_calls_limits{2, 1}};
+  a.add_peer(node_b, {1, 2});
+  a.add_peer(node_c, {3, 4});
+  std::string big(max_control_call_body + 1, 'x');
+  EXPECT_EQ(std::get<control_call_refusal>(
+              a.call_peer(node_b, control_op::acquire, big, false, at(10), "w")),
+            control_call_refusal::body_too_long);
+  sent(a.call_peer(node_b, control_op::acquire, "{}", false, at(10), "1"));
+  EXPECT_EQ(std::get<control_call_refusal>(
+              a.call_peer(node_b, control_op::acquire, "{}", false, at(10), "2")),
+            control_call_refusal::too_many);
+  sent(a.call_peer(node_c, control_op::acquire, "{}", false, at(10), "3"));
+  // One-way calls are not kept, so the full table does not stop them.
+  sent(a.call_peer(node_c, control_op::release, "{}", true, at(10), "4"));
+  EXPECT_EQ(a.expire(at(10)).size(), 2u);
+  EXPECT_STREQ(to_string(control_call_refusal::too_many), "too_many");
+  EXPECT_STREQ(to_string(control_drop::bad_token), "bad_token");
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <thread>
 
+#include "rdma/ucx_active_message.hpp"
 #include "rdma/ucx_context.hpp"
 #include "rdma/ucx_memory.hpp"
 #include "rdma/ucx_worker.hpp"
@@ -79,6 +80,7 @@ namespace {
 
 constexpr const char* child_fd_var = "FERRY_UCX_TEST_CHILD_FD";
 constexpr const char* child_bytes_var = "FERRY_UCX_TEST_REGION_BYTES";
+constexpr const char* child_am_var = "FERRY_UCX_TEST_AM";
 constexpr auto io_limit = std::chrono::seconds(30);
 
 bool wait_fd(int fd, short events, std::chrono::milliseconds limit) {
@@ -206,14 +208,24 @@ int child_fail(int fd, const std::string& why) {
   return 3;
 }
 
-int run_child(int fd, std::size_t region_bytes) {
+int run_child(int fd, std::size_t region_bytes, bool active_messages) {
   ::alarm(120); // never outlive a forgotten test
-  auto ctx = ucx_context::create();
+  ucx_context_config cfg;
+  cfg.active_messages = active_messages;
+  auto ctx = ucx_context::create(cfg);
   if (!ctx)
     return child_fail(fd, ctx.error_message());
   auto worker = ucx_worker::create(*ctx);
   if (!worker)
     return child_fail(fd, worker.error_message());
+  std::unique_ptr<ucx_am_inbox> echo;
+  ucx_am_send_stats echo_sends;
+  if (active_messages) {
+    auto inbox = ucx_am_inbox::listen(*worker, am_echo_call);
+    if (!inbox)
+      return child_fail(fd, inbox.error_message());
+    echo = std::move(*inbox);
+  }
   auto plain = ucx_memory::map(*ctx, region_bytes, false);
   if (!plain)
     return child_fail(fd, plain.error_message());
@@ -251,7 +263,15 @@ int run_child(int fd, std::size_t region_bytes) {
     auto woke = worker->wait_for_events(std::chrono::milliseconds(10));
     if (!woke)
       return child_fail(fd, woke.error_message());
+    while (echo) {
+      auto m = echo->next();
+      if (!m)
+        break;
+      if (m->reply_ep != nullptr)
+        post_am(m->reply_ep, am_echo_answer, std::move(m->bytes), false, &echo_sends);
+    }
   }
+  echo.reset(); // its handler goes before the worker
   return 0;
 }
 
@@ -267,7 +287,8 @@ public:
       return;
     const char* bytes = std::getenv(child_bytes_var);
     std::size_t n = bytes ? std::strtoull(bytes, nullptr, 10) : (1u << 20);
-    std::_Exit(run_child(std::atoi(fd), n));
+    const char* am = std::getenv(child_am_var);
+    std::_Exit(run_child(std::atoi(fd), n, am != nullptr && am[0] == '1'));
   }
 };
 ::testing::Environment* const the_child_environment =
@@ -280,7 +301,8 @@ void set_ucx_env(const std::string& tls) {
   ::setenv("UCX_NET_DEVICES", "lo", 1);
 }
 
-owner_child::owner_child(const std::string& tls, std::size_t region_bytes) {
+owner_child::owner_child(const std::string& tls, std::size_t region_bytes,
+                         bool active_messages) {
   int sv[2];
   if (::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0) {
     error_ = "socketpair failed";
@@ -292,7 +314,8 @@ owner_child::owner_child(const std::string& tls, std::size_t region_bytes) {
   spec.drop_env_prefixes = {"FERRY_UCX_TEST_", "GTEST_"};
   spec.env = {"UCX_TLS=" + tls, "UCX_NET_DEVICES=lo",
               std::string(child_fd_var) + "=" + std::to_string(sv[1]),
-              std::string(child_bytes_var) + "=" + std::to_string(region_bytes)};
+              std::string(child_bytes_var) + "=" + std::to_string(region_bytes),
+              std::string(child_am_var) + "=" + (active_messages ? "1" : "0")};
   spec.err = process::stream::inherit(); // gtest's banner (stdout) would mix in
   ::fcntl(sv[0], F_SETFD, FD_CLOEXEC);  // sv[1] is inherited by number
   auto why = child_.start(spec);
@@ -355,9 +378,12 @@ void owner_child::kill_now() {
   child_.kill();
 }
 
-void ucx_stack::open(const std::string& tls, const std::vector<char>* peer_address) {
+void ucx_stack::open(const std::string& tls, const std::vector<char>* peer_address,
+                     bool active_messages) {
   set_ucx_env(tls); // before ucp_init
-  auto c = ucx_context::create();
+  ucx_context_config cfg;
+  cfg.active_messages = active_messages;
+  auto c = ucx_context::create(cfg);
   if (!c) {
     error = c.error_message();
     return;

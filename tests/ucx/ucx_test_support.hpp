@@ -55,13 +55,21 @@ struct child_offer {
 inline constexpr std::uint64_t plain_seed = 0x1111;
 inline constexpr std::uint64_t ucx_seed = 0x2222;
 
+/// Active messages of the owner child (active_messages on): it answers
+/// each message of id am_echo_call with the same bytes, as id am_echo_answer,
+/// on the reply endpoint UCX gives it.
+inline constexpr unsigned am_echo_call = 7;
+inline constexpr unsigned am_echo_answer = 8;
+
 class owner_child {
 public:
   /// Starts a child with UCX_TLS=`tls`, UCX_NET_DEVICES=lo, which maps two
   /// regions of `region_bytes`, fills them, offers them and then progresses
-  /// its worker (sleeping in wait_for_events) until told otherwise.
+  /// its worker (sleeping in wait_for_events) until told otherwise; with
+  /// `active_messages` its context has UCP_FEATURE_AM and it echoes (above).
   /// On failure, error() says why and offer() is empty.
-  owner_child(const std::string& tls, std::size_t region_bytes);
+  owner_child(const std::string& tls, std::size_t region_bytes,
+              bool active_messages = false);
   owner_child(const owner_child&) = delete;
   owner_child& operator=(const owner_child&) = delete;
   /// quit(), or kill if that does not work.
@@ -96,9 +104,11 @@ void set_ucx_env(const std::string& tls);
 /// worker itself (loopback), or to the worker at `peer_address`. `error`
 /// names the first step that failed; the members after it stay null.
 struct ucx_stack {
-  explicit ucx_stack(const std::string& tls) { open(tls, nullptr); }
-  ucx_stack(const std::string& tls, const std::vector<char>& peer_address) {
-    open(tls, &peer_address);
+  explicit ucx_stack(const std::string& tls) { open(tls, nullptr, false); }
+  /// `active_messages`: the context has UCP_FEATURE_AM.
+  ucx_stack(const std::string& tls, const std::vector<char>& peer_address,
+            bool active_messages = false) {
+    open(tls, &peer_address, active_messages);
   }
   bool ok() const { return error.empty(); }
   std::string error;
@@ -107,7 +117,8 @@ struct ucx_stack {
   std::unique_ptr<ucx_endpoint> ep;
 
 private:
-  void open(const std::string& tls, const std::vector<char>* peer_address);
+  void open(const std::string& tls, const std::vector<char>* peer_address,
+            bool active_messages);
 };
 
 } // namespace ferry::test

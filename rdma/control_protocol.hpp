@@ -1,0 +1,260 @@
+// control_protocol: the rules of the control channel (issue 23) on one
+// node, both sides, with no UCX and no actors in it: the UCX engine feeds
+// it the bytes of each active message and sends the frames it makes.
+// Owns: the registered peers with their pair tokens, the calls out
+// (control_calls), and the counts of what it dropped, by reason.
+//
+// Rules:
+// - Frames go to and come from registered peers only. Each pair of nodes
+//   has two tokens, agreed over their CAF connection: the one this node
+//   puts in its frames to the peer (token_out) and the one it expects in
+//   the peer's frames (token_in). A frame with another token, or from a
+//   peer not registered, is dropped: UCX authenticates nobody.
+// - A call's answer completes it only from the peer it went to, with its
+//   op (control_calls); a late, repeated or foreign answer is dropped.
+// - One-way calls (detach, renew, release) wait for nothing: they are not
+//   kept, and the peer sends no answer to them.
+// - A peer that is removed fails its calls at once (peer_down); calls past
+//   their deadline are handed back by expire().
+// Must never: deliver a frame it could not decode, or answer for a peer
+// that did not call.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "protocol/control_frame.hpp"
+#include "rdma/control_calls.hpp"
+
+namespace ferry {
+
+/// Why a received frame was dropped. The names double as metric labels.
+enum class control_drop : uint8_t {
+  malformed,      // not a frame (protocol/control_frame.hpp says which rule)
+  unknown_peer,   // its sender is not a registered peer
+  bad_token,      // its token is not the pair's
+  unknown_call,   // an answer to no call of ours (late, repeated, never made)
+  wrong_peer,     // an answer to a call that went to another peer
+  wrong_op,       // an answer whose op is not its call's
+  bad_error_body, // an error answer whose body is not code + text
+};
+inline constexpr size_t control_drop_reasons = 7;
+
+const char* to_string(control_drop d) noexcept;
+
+/// Why a call was not sent.
+enum class control_call_refusal : uint8_t {
+  unknown_peer,  // no channel to that peer
+  too_many,      // the table of calls out is full (in all or for that peer)
+  body_too_long, // over max_control_call_body
+};
+
+const char* to_string(control_call_refusal r) noexcept;
+
+struct control_pair_tokens {
+  uint64_t out = 0; // this node puts it in its frames to the peer
+  uint64_t in = 0;  // this node expects it in the peer's frames
+};
+
+template <class Waiter>
+class control_protocol {
+public:
+  using calls_type = control_calls<Waiter>;
+  using call = typename calls_type::call;
+  using clock_type = typename calls_type::clock_type;
+
+  control_protocol(uint64_t own_worker_id, uint64_t first_call_id,
+                   control_calls_limits limits = {})
+    : own_(own_worker_id), calls_(first_call_id, limits) {}
+
+  // -- peers ----------------------------------------------------------------
+
+  /// Registers (or re-registers, with new tokens) a peer.
+  void add_peer(uint64_t worker_id, control_pair_tokens tokens) { peers_[worker_id] = tokens; }
+
+  /// The peer went away: no more frames from or to it; its calls fail.
+  std::vector<call> remove_peer(uint64_t worker_id) {
+    peers_.erase(worker_id);
+    return calls_.peer_down(worker_id);
+  }
+
+  bool knows(uint64_t worker_id) const { return peers_.count(worker_id) > 0; }
+
+  // -- this node calls ------------------------------------------------------
+
+  struct outgoing {
+    uint64_t call_id = 0;
+    std::vector<uint8_t> frame;
+  };
+
+  /// A call's frame; a two-way call is kept until answered or expired.
+  std::variant<outgoing, control_call_refusal>
+  call_peer(uint64_t peer, control_op op, std::string_view body, bool one_way,
+            typename clock_type::time_point deadline, Waiter waiter) {
+    auto p = peers_.find(peer);
+    if (p == peers_.end())
+      return control_call_refusal::unknown_peer;
+    if (body.size() > max_control_call_body)
+      return control_call_refusal::body_too_long;
+    uint64_t id = 0;
+    if (one_way) {
+      id = next_one_way_++;
+      if (next_one_way_ == 0)
+        next_one_way_ = 1;
+    } else {
+      auto started = calls_.start(peer, op, deadline, std::move(waiter));
+      if (!started)
+        return control_call_refusal::too_many;
+      id = *started;
+    }
+    control_frame_view f;
+    f.kind = control_kind::call;
+    f.op = op;
+    f.flags = one_way ? control_flag_one_way : 0;
+    f.call_id = id;
+    f.sender = own_;
+    f.pair_token = p->second.out;
+    f.body = body;
+    return outgoing{id, encode_control_frame(f)};
+  }
+
+  // -- what arrives ---------------------------------------------------------
+
+  /// A peer's call, for the owner.
+  struct incoming_call {
+    uint64_t peer = 0;
+    uint64_t call_id = 0;
+    control_op op = control_op::metadata;
+    bool one_way = false;
+    std::string body;
+  };
+
+  /// The answer to one of this node's calls.
+  struct answer {
+    call completed;
+    bool failed = false;    // an error answer: code and text below
+    uint8_t error_code = 0; // ferry's errc, as its number
+    std::string body;       // the answer's body, or the error's text
+    std::string payload;    // an acquire answer's inline payload
+  };
+
+  struct dropped {
+    control_drop why = control_drop::malformed;
+  };
+
+  using received = std::variant<incoming_call, answer, dropped>;
+
+  /// The bytes of one active message. `max_error_code`: the highest code
+  /// an error answer may carry.
+  received receive(const uint8_t* data, size_t size, uint8_t max_error_code) {
+    auto r = decode_control_frame(data, size);
+    if (!r.ok())
+      return drop(control_drop::malformed);
+    const auto& f = *r.frame;
+    auto p = peers_.find(f.sender);
+    if (p == peers_.end())
+      return drop(control_drop::unknown_peer);
+    if (f.pair_token != p->second.in)
+      return drop(control_drop::bad_token);
+    if (f.kind == control_kind::call)
+      return incoming_call{f.sender, f.call_id, f.op, f.one_way(), std::string{f.body}};
+    std::optional<control_error_body> err;
+    if (f.kind == control_kind::error) {
+      err = decode_control_error(f.body, max_error_code);
+      if (!err)
+        return drop(control_drop::bad_error_body);
+    }
+    auto done = calls_.answer(f.sender, f.call_id, f.op);
+    switch (done.verdict) {
+      case control_answer_verdict::matched:
+        break;
+      case control_answer_verdict::wrong_peer:
+        return drop(control_drop::wrong_peer);
+      case control_answer_verdict::wrong_op:
+        return drop(control_drop::wrong_op);
+      default:
+        return drop(control_drop::unknown_call);
+    }
+    answer a;
+    a.completed = std::move(*done.completed);
+    if (err) {
+      a.failed = true;
+      a.error_code = err->code;
+      a.body = std::string{err->text};
+    } else {
+      a.body = std::string{f.body};
+      a.payload = std::string{f.payload};
+    }
+    return a;
+  }
+
+  // -- this node answers ----------------------------------------------------
+
+  /// The answer to `c`. None to a one-way call, to a peer gone since, or
+  /// when the answer breaks a frame bound (send an error_frame instead).
+  std::optional<std::vector<uint8_t>> answer_frame(const incoming_call& c, std::string_view body,
+                                                   std::string_view payload = {}) const {
+    return reply(c, control_kind::answer, body, payload);
+  }
+
+  /// An error answer to `c`: ferry's code and a text.
+  std::optional<std::vector<uint8_t>> error_frame(const incoming_call& c, uint8_t code,
+                                                  std::string_view text) const {
+    auto body = encode_control_error(code, text);
+    return reply(c, control_kind::error,
+                 std::string_view{reinterpret_cast<const char*>(body.data()), body.size()}, {});
+  }
+
+  // -- time -----------------------------------------------------------------
+
+  std::vector<call> expire(typename clock_type::time_point now) { return calls_.expire(now); }
+  std::optional<typename clock_type::time_point> next_deadline() const {
+    return calls_.next_deadline();
+  }
+
+  size_t calls_out() const noexcept { return calls_.size(); }
+  uint64_t dropped_count(control_drop why) const noexcept {
+    return drops_[static_cast<size_t>(why)];
+  }
+
+private:
+  dropped drop(control_drop why) {
+    ++drops_[static_cast<size_t>(why)];
+    return dropped{why};
+  }
+
+  std::optional<std::vector<uint8_t>> reply(const incoming_call& c, control_kind kind,
+                                            std::string_view body,
+                                            std::string_view payload) const {
+    auto p = peers_.find(c.peer);
+    if (c.one_way || p == peers_.end())
+      return std::nullopt;
+    control_frame_view f;
+    f.kind = kind;
+    f.op = c.op;
+    f.call_id = c.call_id;
+    f.sender = own_;
+    f.pair_token = p->second.out;
+    f.body = body;
+    f.payload = payload;
+    auto bytes = encode_control_frame(f);
+    if (bytes.empty())
+      return std::nullopt; // over a bound: the caller's call expires
+    return bytes;
+  }
+
+  uint64_t own_;
+  calls_type calls_;
+  // One-way calls take ids from their own counter: nobody answers them.
+  uint64_t next_one_way_ = 1;
+  std::map<uint64_t, control_pair_tokens> peers_;
+  std::array<uint64_t, control_drop_reasons> drops_{};
+};
+
+} // namespace ferry

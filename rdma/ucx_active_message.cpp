@@ -1,0 +1,193 @@
+#include "rdma/ucx_active_message.hpp"
+
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include <spdlog/spdlog.h>
+
+namespace ferry {
+
+namespace {
+
+ucs_status_t take_message(void* arg, const void*, size_t, void* data, size_t length,
+                          const ucp_am_recv_param_t* param) {
+  return static_cast<ucx_am_inbox*>(arg)->on_message(data, length, param);
+}
+
+/// The bytes of one send, kept until UCX completes it.
+struct send_holder {
+  std::vector<uint8_t> bytes;
+  ucx_am_send_stats* stats = nullptr;
+};
+
+void send_done(void* request, ucs_status_t status, void* user_data) {
+  auto* h = static_cast<send_holder*>(user_data);
+  if (status != UCS_OK && h->stats)
+    ++h->stats->failed;
+  delete h;
+  ucp_request_free(request);
+}
+
+ucp_ep_h reply_ep_of(const ucp_am_recv_param_t* param) {
+  return (param->recv_attr & UCP_AM_RECV_ATTR_FIELD_REPLY_EP) != 0 ? param->reply_ep
+                                                                    : nullptr;
+}
+
+} // namespace
+
+ucx_result<std::unique_ptr<ucx_am_inbox>>
+ucx_am_inbox::listen(const ucx_worker& worker, unsigned id, ucx_am_limits limits) {
+  std::unique_ptr<ucx_am_inbox> inbox{new ucx_am_inbox(worker.shared_native(), id, limits)};
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB
+                 | UCP_AM_HANDLER_PARAM_FIELD_ARG;
+  p.id = id;
+  p.cb = take_message;
+  p.arg = inbox.get();
+  ucs_status_t st = ucp_worker_set_am_recv_handler(worker.native(), &p);
+  if (st != UCS_OK)
+    return make_ucx_error("ucp_worker_set_am_recv_handler", st);
+  return inbox;
+}
+
+ucx_am_inbox::~ucx_am_inbox() {
+  ucp_am_handler_param_t p{};
+  p.field_mask = UCP_AM_HANDLER_PARAM_FIELD_ID | UCP_AM_HANDLER_PARAM_FIELD_CB;
+  p.id = id_;
+  p.cb = nullptr;
+  ucp_worker_set_am_recv_handler(worker_.get(), &p);
+  for (auto& r : announced_)
+    ucp_am_data_release(worker_.get(), r->desc); // never received: UCX drops it
+  announced_.clear();
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{1};
+  while (!receiving_.empty() && std::chrono::steady_clock::now() < until) {
+    ucp_worker_progress(worker_.get());
+    collect_receives();
+  }
+  for (auto& r : receiving_) {
+    spdlog::warn("UCX active message of {} bytes still being received at close: its "
+                 "buffer is kept",
+                 r->bytes.size());
+    r.release(); // UCX may still write it and call back into it
+  }
+}
+
+bool ucx_am_inbox::room_for(size_t length) const noexcept {
+  return waiting() < limits_.max_queued && queued_bytes_ <= limits_.max_queued_bytes
+         && length <= limits_.max_queued_bytes - queued_bytes_;
+}
+
+ucs_status_t ucx_am_inbox::on_message(const void* data, size_t length,
+                                      const ucp_am_recv_param_t* param) {
+  const bool rndv = (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0;
+  if (length > limits_.max_message) {
+    ++stats_.too_large;
+    return rndv ? UCS_ERR_MESSAGE_TRUNCATED : UCS_OK; // dropped either way
+  }
+  if (!room_for(length)) {
+    ++stats_.queue_full;
+    return rndv ? UCS_ERR_NO_RESOURCE : UCS_OK;
+  }
+  queued_bytes_ += length;
+  if (!rndv) { // the bytes are valid during this call only: copied out
+    const auto* p = static_cast<const uint8_t*>(data);
+    ready_.push_back(ucx_am_message{std::vector<uint8_t>(p, p + length), reply_ep_of(param)});
+    return UCS_OK;
+  }
+  // Rendezvous: the descriptor stays valid; its receive starts in next(),
+  // outside this callback.
+  auto r = std::make_unique<rendezvous>();
+  r->desc = const_cast<void*>(data);
+  r->bytes.resize(length);
+  r->reply_ep = reply_ep_of(param);
+  announced_.push_back(std::move(r));
+  return UCS_INPROGRESS;
+}
+
+void ucx_am_inbox::on_received(void*, ucs_status_t status, size_t, void* user_data) {
+  auto* r = static_cast<rendezvous*>(user_data);
+  r->status = status;
+  r->done = true;
+}
+
+void ucx_am_inbox::start_receives() {
+  while (!announced_.empty()) {
+    auto r = std::move(announced_.front());
+    announced_.pop_front();
+    ucp_request_param_t p{};
+    p.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA;
+    p.cb.recv_am = on_received;
+    p.user_data = r.get();
+    ucs_status_ptr_t req =
+      ucp_am_recv_data_nbx(worker_.get(), r->desc, r->bytes.data(), r->bytes.size(), &p);
+    r->desc = nullptr; // UCX owns it now, whatever the outcome
+    if (UCS_PTR_IS_ERR(req)) {
+      r->done = true;
+      r->status = UCS_PTR_STATUS(req);
+    } else if (req == nullptr) {
+      r->done = true; // received at once
+    } else {
+      r->request = req;
+    }
+    receiving_.push_back(std::move(r));
+  }
+}
+
+void ucx_am_inbox::collect_receives() {
+  for (auto i = receiving_.begin(); i != receiving_.end();) {
+    auto& r = **i;
+    if (!r.done) {
+      ++i;
+      continue;
+    }
+    if (r.request != nullptr)
+      ucp_request_free(r.request);
+    if (r.status == UCS_OK) {
+      ++stats_.rendezvous;
+      ready_.push_back(ucx_am_message{std::move(r.bytes), r.reply_ep});
+    } else {
+      ++stats_.failed;
+      queued_bytes_ -= r.bytes.size();
+      spdlog::debug("UCX active message receive failed: {}", ucs_status_string(r.status));
+    }
+    i = receiving_.erase(i);
+  }
+}
+
+std::optional<ucx_am_message> ucx_am_inbox::next() {
+  start_receives();
+  collect_receives();
+  if (ready_.empty())
+    return std::nullopt;
+  auto m = std::move(ready_.front());
+  ready_.pop_front();
+  queued_bytes_ -= m.bytes.size();
+  ++stats_.received;
+  return m;
+}
+
+ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
+                   ucx_am_send_stats* stats) {
+  auto* h = new send_holder{std::move(bytes), stats};
+  ucp_request_param_t p{};
+  p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK
+                   | UCP_OP_ATTR_FIELD_USER_DATA;
+  p.flags = want_reply ? UCP_AM_SEND_FLAG_REPLY : 0;
+  p.cb.send = send_done;
+  p.user_data = h;
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, nullptr, 0, h->bytes.data(), h->bytes.size(), &p);
+  if (stats)
+    ++stats->posted;
+  if (UCS_PTR_IS_ERR(r)) {
+    delete h;
+    if (stats)
+      ++stats->failed;
+    return make_ucx_error("ucp_am_send_nbx", UCS_PTR_STATUS(r));
+  }
+  if (r == nullptr)
+    delete h; // sent at once: the callback is not called
+  return {};
+}
+
+} // namespace ferry

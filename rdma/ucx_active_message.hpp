@@ -1,0 +1,120 @@
+// ucx_active_message: UCX active messages on one worker, the transport of
+// the control channel (issue 23): an inbox per message id that takes whole
+// messages out of UCX, bounded, and fire-and-forget sends that own their
+// bytes until UCX is done with them.
+// Owns: the inbox's handler registration (removed when the inbox goes), the
+// messages it queued, and each send's bytes until UCX completes the send.
+// Threading: the worker's owning thread does everything here: UCX calls the
+// inbox's handler from inside progress on that thread.
+// Must never: take more than its bounds from a peer (an eager message over
+// them is dropped and counted; a rendezvous one is refused, so its sender
+// sees the error), call into UCX from inside a UCX callback, or free a
+// send's bytes while UCX may still read them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <list>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <ucp/api/ucp.h>
+
+#include "rdma/ucx_status.hpp"
+#include "rdma/ucx_worker.hpp"
+
+namespace ferry {
+
+struct ucx_am_limits {
+  size_t max_message = 65ull << 20;       // one message's bytes
+  size_t max_queued = 1024;               // messages waiting for next()
+  size_t max_queued_bytes = 256ull << 20; // their bytes, rendezvous ones included
+};
+
+/// One message, whole.
+struct ucx_am_message {
+  std::vector<uint8_t> bytes;
+  // The endpoint to the sender that UCX handed the handler (the sender
+  // asked for one), else null. Valid while the worker lives and the
+  // sender's endpoint is not closed; used on the worker's thread only.
+  ucp_ep_h reply_ep = nullptr;
+};
+
+struct ucx_am_inbox_stats {
+  uint64_t received = 0;     // handed out by next()
+  uint64_t rendezvous = 0;   // of those, fetched with ucp_am_recv_data_nbx
+  uint64_t too_large = 0;    // over max_message: dropped (eager) or refused
+  uint64_t queue_full = 0;   // over max_queued or max_queued_bytes
+  uint64_t failed = 0;       // a rendezvous receive UCX failed
+};
+
+class ucx_am_inbox {
+public:
+  /// Installs the handler for message `id` on `worker`; one inbox per id.
+  static ucx_result<std::unique_ptr<ucx_am_inbox>>
+  listen(const ucx_worker& worker, unsigned id, ucx_am_limits limits = {});
+
+  ucx_am_inbox(const ucx_am_inbox&) = delete;
+  ucx_am_inbox& operator=(const ucx_am_inbox&) = delete;
+  /// Removes the handler and progresses the worker (at most 1 s) for
+  /// rendezvous receives still running; any left then keep their buffers
+  /// for the rest of the process (UCX may still write them).
+  ~ucx_am_inbox();
+
+  /// The oldest message that arrived whole, if any; starts the receives of
+  /// rendezvous messages announced since the last call (call it after
+  /// progress).
+  std::optional<ucx_am_message> next();
+
+  /// Messages waiting, and rendezvous ones still being received.
+  size_t waiting() const noexcept { return ready_.size() + announced_.size() + receiving_.size(); }
+  const ucx_am_inbox_stats& stats() const noexcept { return stats_; }
+
+  // The handler UCX calls (public for the C callback only).
+  ucs_status_t on_message(const void* data, size_t length, const ucp_am_recv_param_t* param);
+
+private:
+  struct rendezvous {
+    void* desc = nullptr;     // UCX's data descriptor, until its receive starts
+    void* request = nullptr;  // the receive, while it runs
+    std::vector<uint8_t> bytes;
+    ucp_ep_h reply_ep = nullptr;
+    bool done = false;
+    ucs_status_t status = UCS_OK;
+  };
+
+  ucx_am_inbox(ucx_worker_ptr worker, unsigned id, ucx_am_limits limits)
+    : worker_(std::move(worker)), id_(id), limits_(limits) {}
+
+  static void on_received(void* request, ucs_status_t status, size_t length,
+                          void* user_data);
+  bool room_for(size_t length) const noexcept;
+  void start_receives();
+  void collect_receives();
+
+  ucx_worker_ptr worker_;
+  unsigned id_;
+  ucx_am_limits limits_;
+  std::deque<ucx_am_message> ready_;
+  // Each on the heap: a receive's completion callback points at its entry.
+  std::list<std::unique_ptr<rendezvous>> announced_; // receive not started
+  std::list<std::unique_ptr<rendezvous>> receiving_;
+  size_t queued_bytes_ = 0;
+  ucx_am_inbox_stats stats_;
+};
+
+struct ucx_am_send_stats {
+  uint64_t posted = 0;
+  uint64_t failed = 0; // refused at post, or completed with an error
+};
+
+/// Posts `bytes` as message `id` on `ep` (`want_reply`: the receiver gets a
+/// reply endpoint). The bytes are kept until UCX completes the send, then
+/// freed; a send that fails later is counted in `stats` (which must outlive
+/// the worker's progress). An error: UCX refused it at once.
+ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
+                   ucx_am_send_stats* stats);
+
+} // namespace ferry

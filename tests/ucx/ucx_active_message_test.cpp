@@ -1,0 +1,161 @@
+// The control channel's transport (rdma/ucx_active_message.hpp) between two
+// real processes: the owner child echoes every active message it gets on
+// the reply endpoint; this process sends control frames (protocol/
+// control_frame.hpp) of eager and rendezvous sizes and checks that the same
+// bytes come back whole, and that its inbox keeps its bounds. Over tcp and
+// shared memory. Bytes are asserted, timings never.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "protocol/control_frame.hpp"
+#include "rdma/ucx_active_message.hpp"
+#include "tests/ucx/ucx_test_support.hpp"
+
+namespace ferry {
+namespace {
+
+using namespace std::chrono_literals;
+using clock_type = std::chrono::steady_clock;
+
+constexpr auto bound = 20s; // every wait below ends by then
+
+/// An answer frame of a pull carrying `len` pattern bytes.
+std::vector<uint8_t> chunk_frame(uint64_t call_id, size_t len) {
+  std::vector<uint8_t> chunk(len);
+  test::fill_pattern(chunk.data(), call_id, 0, len);
+  control_frame_view f;
+  f.kind = control_kind::answer;
+  f.op = control_op::pull;
+  f.call_id = call_id;
+  f.sender = 0x42;
+  f.pair_token = 0x5eed;
+  f.body = std::string_view{reinterpret_cast<const char*>(chunk.data()), chunk.size()};
+  return encode_control_frame(f);
+}
+
+/// This process: a stack with active messages and an inbox for the echoes.
+struct caller {
+  caller(const std::string& tls, const test::child_offer& offer, ucx_am_limits limits = {})
+    : stack(tls, offer.worker_address, true) {
+    if (!stack.ok())
+      return;
+    auto i = ucx_am_inbox::listen(*stack.worker, test::am_echo_answer, limits);
+    if (!i) {
+      stack.error = i.error_message();
+      return;
+    }
+    inbox = std::move(*i);
+  }
+
+  ucx_status send(std::vector<uint8_t> bytes) {
+    return post_am(stack.ep->native(), test::am_echo_call, std::move(bytes), true, &sends);
+  }
+
+  /// Progresses until `done()` holds or the bound passes.
+  template <class Predicate>
+  bool progress_until(Predicate done) {
+    auto until = clock_type::now() + bound;
+    while (!done()) {
+      if (clock_type::now() > until)
+        return false;
+      stack.worker->progress();
+    }
+    return true;
+  }
+
+  std::optional<ucx_am_message> await_message() {
+    std::optional<ucx_am_message> m;
+    progress_until([&] { return (m = inbox->next()).has_value(); });
+    return m;
+  }
+
+  ~caller() { inbox.reset(); } // the handler goes before the worker
+
+  test::ucx_stack stack;
+  std::unique_ptr<ucx_am_inbox> inbox;
+  ucx_am_send_stats sends;
+};
+
+class ControlChannelUcx : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(ControlChannelUcx, FramesOfEverySizeComeBackWhole) {
+  test::owner_child child(GetParam(), 4096, true);
+  ASSERT_TRUE(child.ok()) << child.error();
+  caller c(GetParam(), child.offer());
+  ASSERT_TRUE(c.stack.ok()) << c.stack.error;
+  // Eager sizes and sizes UCX sends by rendezvous (the receive path that
+  // needs ucp_am_recv_data_nbx), up to a 4 MiB chunk.
+  const std::vector<size_t> sizes = {0, 1, 64, 4096, 16 * 1024, 256 * 1024, 4u << 20};
+  uint64_t id = 1;
+  for (size_t len : sizes) {
+    auto frame = chunk_frame(id, len);
+    auto expected = test::checksum(frame.data(), frame.size());
+    ASSERT_TRUE(c.send(frame)) << len;
+    auto m = c.await_message();
+    ASSERT_TRUE(m) << "no echo of " << len << " bytes within " << bound.count() << " s";
+    ASSERT_EQ(m->bytes.size(), frame.size());
+    EXPECT_EQ(test::checksum(m->bytes.data(), m->bytes.size()), expected) << len;
+    auto r = decode_control_frame(m->bytes.data(), m->bytes.size());
+    ASSERT_TRUE(r.ok()) << to_string(r.refusal);
+    EXPECT_EQ(r.frame->call_id, id);
+    EXPECT_EQ(r.frame->body.size(), len);
+    ++id;
+  }
+  EXPECT_EQ(c.inbox->stats().received, sizes.size());
+  EXPECT_GT(c.inbox->stats().rendezvous, 0u); // the large ones took that path
+  EXPECT_EQ(c.sends.failed, 0u);
+  EXPECT_EQ(c.inbox->waiting(), 0u);
+  c.inbox.reset();
+  EXPECT_TRUE(child.quit());
+}
+
+TEST_P(ControlChannelUcx, AnInboxTakesNothingOverItsBounds) {
+  test::owner_child child(GetParam(), 4096, true);
+  ASSERT_TRUE(child.ok()) << child.error();
+  ucx_am_limits limits;
+  limits.max_message = 8 * 1024;
+  limits.max_queued = 2;
+  caller c(GetParam(), child.offer(), limits);
+  ASSERT_TRUE(c.stack.ok()) << c.stack.error;
+  // Too large, eager and rendezvous: dropped or refused, never queued.
+  ASSERT_TRUE(c.send(chunk_frame(1, 16 * 1024)));
+  ASSERT_TRUE(c.send(chunk_frame(2, 1u << 20)));
+  ASSERT_TRUE(c.progress_until([&] { return c.inbox->stats().too_large == 2; }))
+    << "too_large " << c.inbox->stats().too_large;
+  EXPECT_FALSE(c.inbox->next());
+  // Five small ones while nobody takes them: two are kept, three dropped.
+  for (uint64_t id = 10; id < 15; ++id)
+    ASSERT_TRUE(c.send(chunk_frame(id, 100)));
+  ASSERT_TRUE(c.progress_until([&] { return c.inbox->stats().queue_full == 3; }))
+    << "queue_full " << c.inbox->stats().queue_full;
+  EXPECT_EQ(c.inbox->waiting(), 2u);
+  auto first = c.inbox->next();
+  auto second = c.inbox->next();
+  ASSERT_TRUE(first && second);
+  EXPECT_EQ(decode_control_frame(first->bytes.data(), first->bytes.size()).frame->call_id,
+            10u);
+  EXPECT_EQ(decode_control_frame(second->bytes.data(), second->bytes.size()).frame->call_id,
+            11u);
+  EXPECT_FALSE(c.inbox->next());
+  // The inbox has room again: the next message is taken.
+  ASSERT_TRUE(c.send(chunk_frame(20, 100)));
+  auto m = c.await_message();
+  ASSERT_TRUE(m);
+  EXPECT_EQ(decode_control_frame(m->bytes.data(), m->bytes.size()).frame->call_id, 20u);
+  c.inbox.reset();
+  EXPECT_TRUE(child.quit());
+}
+
+INSTANTIATE_TEST_SUITE_P(Transports, ControlChannelUcx,
+                         ::testing::Values(std::string{"tcp"}, std::string{"sm,self"}),
+                         [](const auto& info) {
+                           return info.param == "tcp" ? std::string{"tcp"}
+                                                      : std::string{"sm"};
+                         });
+
+} // namespace
+} // namespace ferry
