@@ -57,6 +57,42 @@ enum class control_call_refusal : uint8_t {
 
 const char* to_string(control_call_refusal r) noexcept;
 
+/// A received frame's bytes and where in them its body and payload lie:
+/// offsets, not views, so a copy or a move of it stays valid.
+class control_message {
+public:
+  control_message() = default;
+
+  /// Keeps `bytes`; `body` and `payload` are views into them.
+  static control_message keep(std::vector<uint8_t> bytes, std::string_view body,
+                              std::string_view payload) {
+    control_message m;
+    const auto* base = reinterpret_cast<const char*>(bytes.data());
+    m.body_at_ = static_cast<size_t>(body.data() - base);
+    m.body_len_ = body.size();
+    m.payload_at_ = payload.empty() ? 0 : static_cast<size_t>(payload.data() - base);
+    m.payload_len_ = payload.size();
+    m.bytes_ = std::move(bytes);
+    return m;
+  }
+
+  std::string_view body() const noexcept { return view(body_at_, body_len_); }
+  std::string_view payload() const noexcept { return view(payload_at_, payload_len_); }
+
+private:
+  std::string_view view(size_t at, size_t len) const noexcept {
+    if (len == 0)
+      return {};
+    return {reinterpret_cast<const char*>(bytes_.data()) + at, len};
+  }
+
+  std::vector<uint8_t> bytes_;
+  size_t body_at_ = 0;
+  size_t body_len_ = 0;
+  size_t payload_at_ = 0;
+  size_t payload_len_ = 0;
+};
+
 struct control_pair_tokens {
   uint64_t out = 0; // this node puts it in its frames to the peer
   uint64_t in = 0;  // this node expects it in the peer's frames
@@ -83,8 +119,6 @@ public:
     peers_.erase(worker_id);
     return calls_.peer_down(worker_id);
   }
-
-  bool knows(uint64_t worker_id) const { return peers_.count(worker_id) > 0; }
 
   // -- this node calls ------------------------------------------------------
 
@@ -126,22 +160,25 @@ public:
 
   // -- what arrives ---------------------------------------------------------
 
-  /// A peer's call, for the owner.
+  /// A peer's call, for the owner. Its body stays in the message's bytes.
   struct incoming_call {
     uint64_t peer = 0;
     uint64_t call_id = 0;
     control_op op = control_op::metadata;
     bool one_way = false;
-    std::string body;
+    control_message message;
+    std::string_view body() const { return message.body(); }
   };
 
-  /// The answer to one of this node's calls.
+  /// The answer to one of this node's calls. Its body (a pull's chunk, the
+  /// error's text) and payload stay in the message's bytes: no copy.
   struct answer {
     call completed;
-    bool failed = false;    // an error answer: code and text below
+    bool failed = false;    // an error answer: code and text in body()
     uint8_t error_code = 0; // ferry's errc, as its number
-    std::string body;       // the answer's body, or the error's text
-    std::string payload;    // an acquire answer's inline payload
+    control_message message;
+    std::string_view body() const { return message.body(); }
+    std::string_view payload() const { return message.payload(); }
   };
 
   struct dropped {
@@ -150,10 +187,11 @@ public:
 
   using received = std::variant<incoming_call, answer, dropped>;
 
-  /// The bytes of one active message. `max_error_code`: the highest code
+  /// The bytes of one active message, kept by what it becomes (a call or
+  /// an answer views its body in them). `max_error_code`: the highest code
   /// an error answer may carry.
-  received receive(const uint8_t* data, size_t size, uint8_t max_error_code) {
-    auto r = decode_control_frame(data, size);
+  received receive(std::vector<uint8_t> bytes, uint8_t max_error_code) {
+    auto r = decode_control_frame(bytes.data(), bytes.size());
     if (!r.ok())
       return drop(control_drop::malformed);
     const auto& f = *r.frame;
@@ -163,7 +201,8 @@ public:
     if (f.pair_token != p->second.in)
       return drop(control_drop::bad_token);
     if (f.kind == control_kind::call)
-      return incoming_call{f.sender, f.call_id, f.op, f.one_way(), std::string{f.body}};
+      return incoming_call{f.sender, f.call_id, f.op, f.one_way(),
+                           control_message::keep(std::move(bytes), f.body, f.payload)};
     std::optional<control_error_body> err;
     if (f.kind == control_kind::error) {
       err = decode_control_error(f.body, max_error_code);
@@ -186,10 +225,9 @@ public:
     if (err) {
       a.failed = true;
       a.error_code = err->code;
-      a.body = std::string{err->text};
+      a.message = control_message::keep(std::move(bytes), err->text, {});
     } else {
-      a.body = std::string{f.body};
-      a.payload = std::string{f.payload};
+      a.message = control_message::keep(std::move(bytes), f.body, f.payload);
     }
     return a;
   }

@@ -374,23 +374,29 @@ TEST(ControlProtocol, a_call_and_its_answer_with_an_inline_payload) {
   auto out = sent(n.a.call_peer(node_b, control_op::acquire, R"({"handle":"h"})", false,
                                 at(100), "caller-1"));
   EXPECT_EQ(n.a.calls_out(), 1u);
-  auto got = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto got = n.b.receive(out.frame, max_code);
   auto& call = as<protocol::incoming_call>(got);
   EXPECT_EQ(call.peer, node_a);
   EXPECT_EQ(call.op, control_op::acquire);
-  EXPECT_EQ(call.body, R"({"handle":"h"})");
+  EXPECT_EQ(call.body(), R"({"handle":"h"})");
   EXPECT_FALSE(call.one_way);
   auto reply = n.b.answer_frame(call, R"({"eager":{"lease_id":4}})", "16 bytes of data");
   ASSERT_TRUE(reply);
-  auto back = n.a.receive(reply->data(), reply->size(), max_code);
+  auto back = n.a.receive(*reply, max_code);
   auto& ans = as<protocol::answer>(back);
   EXPECT_EQ(ans.completed.waiter, "caller-1");
   EXPECT_FALSE(ans.failed);
-  EXPECT_EQ(ans.body, R"({"eager":{"lease_id":4}})");
-  EXPECT_EQ(ans.payload, "16 bytes of data");
+  EXPECT_EQ(ans.body(), R"({"eager":{"lease_id":4}})");
+  EXPECT_EQ(ans.payload(), "16 bytes of data");
+  // The body and payload are kept as offsets into the message: a copy reads
+  // its own bytes.
+  protocol::answer copy = ans;
+  ans = protocol::answer{};
+  EXPECT_EQ(copy.body(), R"({"eager":{"lease_id":4}})");
+  EXPECT_EQ(copy.payload(), "16 bytes of data");
   EXPECT_EQ(n.a.calls_out(), 0u);
   // The same answer again completes nothing.
-  auto again = n.a.receive(reply->data(), reply->size(), max_code);
+  auto again = n.a.receive(*reply, max_code);
   EXPECT_EQ(as<protocol::dropped>(again).why, control_drop::unknown_call);
 }
 
@@ -405,14 +411,14 @@ TEST(ControlProtocol, frames_without_the_pairs_token_or_from_strangers_are_dropp
   forged.pair_token = 0xCB; // C's own token for B
   forged.body = "{}";
   auto bytes = encode_control_frame(forged);
-  auto got = n.b.receive(bytes.data(), bytes.size(), max_code);
+  auto got = n.b.receive(bytes, max_code);
   EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::bad_token);
   forged.sender = 0xD; // nobody B knows
   bytes = encode_control_frame(forged);
-  got = n.b.receive(bytes.data(), bytes.size(), max_code);
+  got = n.b.receive(bytes, max_code);
   EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::unknown_peer);
   std::vector<uint8_t> junk = {1, 2, 3};
-  got = n.b.receive(junk.data(), junk.size(), max_code);
+  got = n.b.receive(junk, max_code);
   EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::malformed);
   EXPECT_EQ(n.b.dropped_count(control_drop::bad_token), 1u);
   EXPECT_EQ(n.b.dropped_count(control_drop::unknown_peer), 1u);
@@ -423,18 +429,18 @@ TEST(ControlProtocol, another_registered_peer_cannot_answer_for_the_called_one) 
   three_nodes n;
   auto out = sent(n.a.call_peer(node_b, control_op::pull, "{}", false, at(100), "w"));
   // C answers A's call to B, with its own valid token to A.
-  auto call_seen_by_b = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto call_seen_by_b = n.b.receive(out.frame, max_code);
   auto& call = as<protocol::incoming_call>(call_seen_by_b);
   protocol::incoming_call stolen = call;
   stolen.peer = node_a;
   auto fake = n.c.answer_frame(stolen, "forged chunk");
   ASSERT_TRUE(fake);
-  auto got = n.a.receive(fake->data(), fake->size(), max_code);
+  auto got = n.a.receive(*fake, max_code);
   EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::wrong_peer);
   EXPECT_EQ(n.a.calls_out(), 1u);
   auto real = n.b.answer_frame(call, "real chunk");
-  auto back = n.a.receive(real->data(), real->size(), max_code);
-  EXPECT_EQ(as<protocol::answer>(back).body, "real chunk");
+  auto back = n.a.receive(*real, max_code);
+  EXPECT_EQ(as<protocol::answer>(back).body(), "real chunk");
 }
 
 TEST(ControlProtocol, one_way_calls_keep_nothing_and_get_no_answer) {
@@ -442,7 +448,7 @@ TEST(ControlProtocol, one_way_calls_keep_nothing_and_get_no_answer) {
   auto out = sent(n.a.call_peer(node_b, control_op::detach, R"({"lease_id":3})", true,
                                 at(100), "unused"));
   EXPECT_EQ(n.a.calls_out(), 0u);
-  auto got = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto got = n.b.receive(out.frame, max_code);
   auto& call = as<protocol::incoming_call>(got);
   EXPECT_TRUE(call.one_way);
   EXPECT_FALSE(n.b.answer_frame(call, "{}"));
@@ -452,7 +458,7 @@ TEST(ControlProtocol, one_way_calls_keep_nothing_and_get_no_answer) {
 TEST(ControlProtocol, error_answers_carry_code_and_text_and_bad_ones_are_dropped) {
   three_nodes n;
   auto out = sent(n.a.call_peer(node_b, control_op::acquire, "{}", false, at(100), "w"));
-  auto got = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto got = n.b.receive(out.frame, max_code);
   auto& call = as<protocol::incoming_call>(got);
   // An error body with code 0 (none) is not an error: dropped, call kept.
   control_frame_view bad;
@@ -463,16 +469,16 @@ TEST(ControlProtocol, error_answers_carry_code_and_text_and_bad_ones_are_dropped
   bad.pair_token = 0xBA;
   bad.body = std::string_view{"\0oops", 5};
   auto bytes = encode_control_frame(bad);
-  auto dropped = n.a.receive(bytes.data(), bytes.size(), max_code);
+  auto dropped = n.a.receive(bytes, max_code);
   EXPECT_EQ(as<protocol::dropped>(dropped).why, control_drop::bad_error_body);
   EXPECT_EQ(n.a.calls_out(), 1u);
   auto err = n.b.error_frame(call, 2, "no slot for this handle");
   ASSERT_TRUE(err);
-  auto back = n.a.receive(err->data(), err->size(), max_code);
+  auto back = n.a.receive(*err, max_code);
   auto& ans = as<protocol::answer>(back);
   EXPECT_TRUE(ans.failed);
   EXPECT_EQ(ans.error_code, 2);
-  EXPECT_EQ(ans.body, "no slot for this handle");
+  EXPECT_EQ(ans.body(), "no slot for this handle");
 }
 
 TEST(ControlProtocol, a_removed_peer_fails_its_calls_and_is_heard_no_more) {
@@ -485,9 +491,9 @@ TEST(ControlProtocol, a_removed_peer_fails_its_calls_and_is_heard_no_more) {
   EXPECT_EQ(gone[0].waiter, "to-b-1");
   EXPECT_EQ(gone[1].waiter, "to-b-2");
   EXPECT_EQ(n.a.calls_out(), 1u);
-  auto call = n.b.receive(out.frame.data(), out.frame.size(), max_code);
+  auto call = n.b.receive(out.frame, max_code);
   auto late = n.b.answer_frame(as<protocol::incoming_call>(call), "late");
-  auto got = n.a.receive(late->data(), late->size(), max_code);
+  auto got = n.a.receive(*late, max_code);
   EXPECT_EQ(as<protocol::dropped>(got).why, control_drop::unknown_peer);
   auto refused = n.a.call_peer(node_b, control_op::pull, "{}", false, at(100), "w");
   EXPECT_EQ(std::get<control_call_refusal>(refused), control_call_refusal::unknown_peer);
