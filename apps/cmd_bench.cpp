@@ -170,6 +170,9 @@ void add_bench_command(CLI::App& root) {
   sub->add_option("--repeats", cmd->repeats, "Timed runs per point");
   sub->add_option("--pull-window", cmd->knobs.pull_window,
                   "Chunk pulls in flight per get (0: the node default)");
+  sub->add_option("--eager-max", cmd->knobs.consumer_eager_max,
+                  "The consumers' --eager-max on the chunked rows (-1: the node "
+                  "default; 0: every small get pulls its chunk)");
   add_knob_options(*sub, cmd->knobs);
   sub->add_flag("--list", cmd->list, "List the scenarios and exit");
   sub->callback([cmd] { run_bench_command(*cmd); });

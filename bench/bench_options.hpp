@@ -21,6 +21,9 @@ struct ferry_knobs {
   std::string scheduler_policy;
   size_t scheduler_threads = 0;
   bool eager_endpoints = false; // set by the _cold_eager rows, on both nodes
+  // The consumers' --eager-max (chunked rows; -1: ferry's default). 0 runs
+  // every small get the two-round-trip way, for a before/after in one run.
+  int64_t consumer_eager_max = -1;
 };
 
 struct bench_options {

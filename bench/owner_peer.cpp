@@ -55,6 +55,12 @@ node_config consumer_node_config(const ferry_knobs& knobs, bool rdma) {
   cfg.rdma_enabled = rdma;
   cfg.listen = false;
   cfg.eager_endpoints = knobs.eager_endpoints;
+  // The RDMA rows measure the GET at every size: no payload in the answer
+  // to the acquire (ferry_chunked's small points take that way).
+  if (rdma)
+    cfg.eager_max = 0;
+  else if (knobs.consumer_eager_max >= 0)
+    cfg.eager_max = static_cast<uint64_t>(knobs.consumer_eager_max);
   cfg.metrics_port = -1;
   cfg.log_level = "warn";
   if (knobs.pull_window > 0)

@@ -14,6 +14,8 @@ using rv_ref_atom = caf::atom_constant<caf::atom("rv_ref")>;
 using rv_detach_atom = caf::atom_constant<caf::atom("rv_detach")>;
 using rv_release_atom = caf::atom_constant<caf::atom("rv_release")>;
 using rv_lease_renew_atom = caf::atom_constant<caf::atom("rv_renew")>;
+// The acquire whose answer carries a small payload (rv_acquire_request::eager_max).
+using rv_acquire_eager_atom = caf::atom_constant<caf::atom("rv_acq_egr")>;
 
 // Owner housekeeping.
 using register_atom = caf::atom_constant<caf::atom("register")>;

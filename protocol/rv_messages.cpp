@@ -99,6 +99,7 @@ struct reader<rv_acquire_request> {
       x.rdma = std::move(offer);
     }
     x.lease_ms = std::min(optional_u64(j, "lease_ms", 0), max_wire_duration_ms);
+    x.eager_max = optional_u64(j, "eager_max", 0);
     return x;
   }
 };
@@ -116,6 +117,7 @@ struct reader<rv_acquire_response> {
       r.chunk_size = required_u64(*i, "chunk_size");
       r.chunk_count = required_u64(*i, "chunk_count");
       r.total_len = required_u64(*i, "total_len");
+      r.eager = optional_bool(*i, "eager", false);
       x.ready = r;
     } else if (auto k = j.find("rdma"); k != j.end()) {
       if (!k->is_object())
@@ -202,6 +204,8 @@ std::string encode(const rv_acquire_request& x) {
     j["rdma"] = json{{"backends", x.rdma->backends}};
   if (x.lease_ms != 0)
     j["lease_ms"] = x.lease_ms;
+  if (x.eager_max != 0)
+    j["eager_max"] = x.eager_max;
   return dump(j);
 }
 
@@ -213,12 +217,14 @@ std::string encode(const rv_acquire_response& x) {
                    {"lease_timeout_ms", x.rdma->lease_timeout_ms},
                    {"total_len", x.rdma->total_len}}}});
   const auto r = x.ready.value_or(rv_ready{});
-  return dump({{"ready",
-                {{"lease_id", r.lease_id},
-                 {"transfer_id", r.transfer_id},
-                 {"chunk_size", r.chunk_size},
-                 {"chunk_count", r.chunk_count},
-                 {"total_len", r.total_len}}}});
+  json ready{{"lease_id", r.lease_id},
+             {"transfer_id", r.transfer_id},
+             {"chunk_size", r.chunk_size},
+             {"chunk_count", r.chunk_count},
+             {"total_len", r.total_len}};
+  if (r.eager)
+    ready["eager"] = true;
+  return dump({{"ready", std::move(ready)}});
 }
 
 std::string encode(const rv_pull_request& x) {

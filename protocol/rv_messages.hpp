@@ -1,5 +1,5 @@
-// The bodies of the seven rendezvous control calls (_rv_metadata, _rv_acquire,
-// _rv_pull, _rv_ref, _rv_detach, _rv_release, _rv_lease_renew) and their
+// The bodies of the seven rendezvous control calls (_rv_metadata, _rv_acquire
+// and its eager form, _rv_pull, _rv_ref, _rv_detach, _rv_release, _rv_lease_renew) and their
 // JSON form.
 //
 // Version-skew rule: every field added after the first version has a default
@@ -40,6 +40,9 @@ struct rv_acquire_request {
   data_handle handle;
   std::optional<rdma_offer> rdma; // default: no offer (old consumer)
   uint64_t lease_ms = 0;          // default 0: the chunked lease has no deadline
+  // The largest payload the consumer takes inside the answer (the eager
+  // acquire, rv_acquire_eager_atom); default 0: none (the plain acquire).
+  uint64_t eager_max = 0;
 };
 
 /// Chunked answer: pull chunk_count chunks of chunk_size (the last may be short).
@@ -49,6 +52,10 @@ struct rv_ready {
   uint64_t chunk_size = 0;
   uint64_t chunk_count = 0;
   uint64_t total_len = 0;
+  // Default false. True: the payload (at most the asked eager_max, one chunk
+  // or none) came with this answer, its lease is held as after its last
+  // pull, and nothing is left to pull.
+  bool eager = false;
 };
 
 /// RDMA answer: one GET described by a binary descriptor.

@@ -19,6 +19,7 @@ ferry::owner_config node_config::owner_config() const {
   c.rdma_configured = false; // the node sets it once UCX is up
   c.rdma_enabled = rdma_enabled;
   c.rdma_min_bytes = rdma_min_bytes;
+  c.eager_max = eager_max;
   c.lease_timeout = effective_lease_timeout();
   c.request_timeout = request_timeout();
   c.transfer_timeout = transfer_timeout();
@@ -34,6 +35,7 @@ ferry::consumer_config node_config::consumer_config() const {
   c.transfer_timeout = transfer_timeout();
   c.transfer_lease = effective_lease_timeout();
   c.pull_window = pull_window == 0 ? 1 : pull_window;
+  c.eager_max = eager_max;
   c.staged_payload_max = staged_payload_max;
   c.rdma_configured = false;
   c.rdma_enabled = rdma_enabled;

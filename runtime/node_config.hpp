@@ -45,6 +45,7 @@ struct node_config {
   uint64_t transfer_timeout_ms = 300000; // a whole adopt/job step
   uint64_t chunk_size = 512 * KiB;       // DEFAULT_CHUNK_SIZE
   uint32_t pull_window = 8;              // chunk pulls in flight per transfer
+  uint64_t eager_max = 16 * KiB;         // payloads up to this ride in the acquire's answer
   uint64_t staged_payload_max = 0;       // 0: no limit
   uint64_t lease_sweep_ms = 100;         // chunked lease deadlines and TTLs
 

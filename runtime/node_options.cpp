@@ -14,6 +14,11 @@ void add_client_options(CLI::App& app, node_config& cfg) {
   app.add_option("--pull-window", cfg.pull_window,
                  "Chunk pulls in flight per transfer")
     ->capture_default_str();
+  app.add_option("--eager-max", cfg.eager_max,
+                 "A payload of at most this many bytes comes inside the answer to "
+                 "its acquire, in one round trip instead of two (the smaller of "
+                 "both sides' values counts; 0: never)")
+    ->capture_default_str();
   app.add_option("--staged-payload-max", cfg.staged_payload_max,
                  "Largest payload taken from a peer (0: no limit)")
     ->capture_default_str();

@@ -99,6 +99,8 @@ void deliver(consumer_ptr self, const transfer::deliver& d) {
   auto& st = self->state;
   st.done = true;
   if (auto* m = st.ctx.metrics) {
+    if (st.rules && st.rules->eager())
+      m->eager_gets->Increment();
     m->gets_ok->Increment();
     m->bytes_pulled->Increment(static_cast<double>(d.total_len));
   }
@@ -144,7 +146,7 @@ void write_chunk(consumer_ptr self, const transfer::write_chunk& w) {
     place_at(st.buffer, w.offset, c.data(), c.size());
   else
     std::memcpy(chunk_destination(self) + w.offset, c.data(), c.size());
-  if (st.ctx.metrics)
+  if (st.ctx.metrics && !w.eager)
     st.ctx.metrics->chunks_pulled->Increment();
 }
 
@@ -312,26 +314,47 @@ void send_pull(consumer_ptr self, const transfer::send_pull& p) {
       });
 }
 
-void send_acquire(consumer_ptr self, const rv_acquire_request& req) {
+/// The acquire's answer (with the bytes of an eager one) as an event.
+void on_acquire_answer(consumer_ptr self, uint64_t seq, const std::string& body,
+                       const chunk_bytes* eager) {
+  auto& st = self->state;
+  if (st.get_seq != seq || st.done)
+    return;
+  auto answer = decode<rv_acquire_response>(body);
+  if (!answer)
+    return apply(self, st.rules->on_error(std::move(answer.error())));
+  if (!eager)
+    return apply(self, st.rules->on_acquired(*answer));
+  st.chunk = eager; // write_chunk reads it
+  apply(self, st.rules->on_acquired(*answer, eager->size()));
+  self->state.chunk = nullptr;
+}
+
+void send_acquire(consumer_ptr self, rv_acquire_request req) {
   auto& st = self->state;
   auto seq = st.get_seq;
-  self
-    ->request(st.owner, st.ctx.cfg.request_timeout, rv_acquire_atom::value,
-              encode(req))
+  auto failed = [=](caf::error& err) {
+    auto& st = self->state;
+    if (st.get_seq == seq && !st.done)
+      apply(self, st.rules->on_error(std::move(err)));
+  };
+  if (req.eager_max == 0) {
+    self->request(st.owner, st.ctx.cfg.request_timeout, rv_acquire_atom::value, encode(req))
+      .then([=](std::string& body) { on_acquire_answer(self, seq, body, nullptr); }, failed);
+    return;
+  }
+  self->request(st.owner, st.ctx.cfg.request_timeout, rv_acquire_eager_atom::value, encode(req))
     .then(
-      [=](std::string& body) {
-        auto& st = self->state;
-        if (st.get_seq != seq || st.done)
-          return;
-        auto answer = decode<rv_acquire_response>(body);
-        if (!answer)
-          return apply(self, st.rules->on_error(std::move(answer.error())));
-        apply(self, st.rules->on_acquired(*answer));
-      },
-      [=](caf::error& err) {
-        auto& st = self->state;
-        if (st.get_seq == seq && !st.done)
-          apply(self, st.rules->on_error(std::move(err)));
+      [=](std::string& body, chunk_bytes& bytes) { on_acquire_answer(self, seq, body, &bytes); },
+      [=](caf::error& err) mutable {
+        // An owner of an older ferry has no eager acquire (nothing happened
+        // there): the plain one, once.
+        if (err == caf::sec::unexpected_message && self->state.get_seq == seq
+            && !self->state.done) {
+          req.eager_max = 0;
+          return send_acquire(self, req);
+        }
+        failed(err);
       });
 }
 
@@ -434,6 +457,7 @@ void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {
   p.ucx_peer = ucx_peer;
   p.staged_payload_max = cfg.staged_payload_max;
   p.pull_window = cfg.pull_window;
+  p.eager_max = cfg.eager_max;
   p.single_use = st.single_use;
   // A chunked lease is renewed by each pull, and a pull answers or fails
   // the get within request_timeout, so twice that never ends a live one.

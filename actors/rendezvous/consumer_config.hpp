@@ -17,6 +17,9 @@ struct consumer_config {
   std::chrono::milliseconds transfer_lease{30000};
   // Chunk pulls kept in flight per transfer.
   uint32_t pull_window = 8;
+  // A payload of at most this many bytes comes inside the acquire's answer
+  // (the eager acquire: one round trip); 0: always the plain acquire.
+  uint64_t eager_max = 16 * 1024;
   // staged_payload_max: the largest payload this node takes (0: no limit).
   uint64_t staged_payload_max = 0;
   // This node has an RDMA registry (UCX) and its kill switch is off.

@@ -17,6 +17,12 @@ consumer_metrics::consumer_metrics(prometheus::Registry& r, path_metrics& p)
                     .Help("Payload bytes this node received as a consumer")
                     .Register(r)
                     .Add({});
+  eager_gets = &prometheus::BuildCounter()
+                  .Name("ferry_rendezvous_eager_gets_total")
+                  .Help("Gets whose payload came inside the acquire's answer "
+                        "(no pull: one round trip)")
+                  .Register(r)
+                  .Add({});
   auto& gets = prometheus::BuildCounter()
                  .Name("ferry_rendezvous_gets_total")
                  .Help("Gets this node finished as a consumer, by result")

@@ -16,6 +16,7 @@ struct consumer_metrics {
   path_metrics* paths;
   prometheus::Counter* chunks_pulled;  // ferry_rendezvous_chunks_pulled_total
   prometheus::Counter* bytes_pulled;   // ferry_rendezvous_bytes_pulled_total
+  prometheus::Counter* eager_gets;     // ferry_rendezvous_eager_gets_total
   prometheus::Counter* gets_ok;        // ferry_rendezvous_gets_total{result="ok"}
   prometheus::Counter* gets_failed;    // ferry_rendezvous_gets_total{result="error"}
   prometheus::Counter* consumers_started; // ferry_rendezvous_consumers_started_total

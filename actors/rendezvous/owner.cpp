@@ -205,6 +205,96 @@ grant_rdma(owner_ptr self, const data_handle& h, uint64_t holder) {
   return resp;
 }
 
+/// What an acquire gets: an error, or an answer and, for an eager acquire
+/// whose payload fits, the payload itself; `rdma` when a descriptor went out.
+struct acquire_outcome {
+  caf::error error;
+  rv_acquire_response answer;
+  chunk_bytes eager;
+  bool rdma = false;
+};
+
+/// The eager part of a chunked answer: a payload of at most the smaller of
+/// both sides' eager_max, and of one chunk or none, goes with the answer
+/// (its one pull served here, so its lease is held as after a last pull).
+void answer_eagerly(owner_ptr self, const rv_acquire_request& req,
+                    acquire_outcome& out) {
+  auto& st = self->state;
+  auto& ready = *out.answer.ready;
+  if (ready.total_len > std::min(req.eager_max, st.cfg.eager_max) || ready.chunk_count > 1)
+    return;
+#ifdef FERRY_TEST_HOOKS
+  if (ready.chunk_count > 0 && st.cfg.stall_pulls_from == 0)
+    return; // the test wants the pull of chunk 0 to stall
+#endif
+  if (ready.chunk_count == 1) {
+    auto chunk = st.store.pull(ready.transfer_id, 0, now(self));
+    if (!chunk) // the consumer's pull meets the same error
+      return;
+    out.eager = std::move(*chunk);
+  }
+  ready.eager = true;
+  if (auto* m = st.metrics) {
+    m->eager_answers->Increment();
+    m->eager_bytes->Increment(static_cast<double>(out.eager.size()));
+  }
+}
+
+/// The owner's side of an acquire: RDMA when the path allows and the
+/// descriptor encodes, else a chunked lease (eager: its payload with it).
+/// A payload an eager answer can carry takes that way, not RDMA (counted
+/// below_min: for an eager acquire the RDMA minimum is above the limit).
+acquire_outcome decide_acquire(owner_ptr self, const std::string& body, bool eager) {
+  acquire_outcome out;
+  if ((out.error = refuse_stranger(self)))
+    return out;
+  auto req = decode<rv_acquire_request>(body);
+  if (!req) {
+    out.error = std::move(req.error());
+    return out;
+  }
+  auto block = self->state.store.pinned_block_of(req->handle);
+  if (!block) {
+    out.error = std::move(block.error());
+    return out;
+  }
+  auto total = self->state.store.metadata(req->handle)->total_len;
+  auto reason = path_for(self, *req, *block, total);
+  const auto& cfg = self->state.cfg;
+  if (reason == path_reason::ok && eager
+      && total <= std::min({req->eager_max, cfg.eager_max, cfg.chunk_size}))
+    reason = path_reason::below_min; // one round trip beats an acquire and a GET
+  auto holder = holder_of_sender(self);
+  if (reason == path_reason::ok) {
+    if (auto resp = grant_rdma(self, req->handle, holder)) {
+      count_path(self, path_reason::ok);
+      out.answer = std::move(*resp);
+      out.rdma = true;
+      return out;
+    }
+    reason = path_reason::not_pinned; // check 8: the staging is gone
+  }
+  auto lease_deadline = std::chrono::milliseconds{req->lease_ms};
+  auto ready = self->state.store.acquire(req->handle, now(self), lease_deadline, holder);
+  if (!ready) {
+    out.error = std::move(ready.error());
+    return out;
+  }
+  count_path(self, reason);
+  out.answer.ready = *ready;
+  if (eager)
+    answer_eagerly(self, *req, out);
+  return out;
+}
+
+/// After an acquire's answer went out: the reaper, the engine's holds, the gauges.
+void after_acquire(owner_ptr self, bool rdma) {
+  arm_reaper_if_needed(self);
+  if (rdma)
+    sync_holds(self);
+  update_gauges(self);
+}
+
 /// The reaper ticks for chunked deadlines and TTLs (sweep_period) and, with
 /// an RDMA path, every half lease timeout (10 ms floor).
 std::chrono::milliseconds reaper_period(const owner_config& cfg) {
@@ -414,45 +504,28 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return encode(*md);
     },
     [=](rv_acquire_atom, const std::string& body) -> caf::result<std::string> {
-      if (auto err = refuse_stranger(self))
-        return err;
-      auto req = decode<rv_acquire_request>(body);
-      if (!req)
-        return req.error();
-      auto block = self->state.store.pinned_block_of(req->handle);
-      if (!block)
-        return block.error();
-      auto total = self->state.store.metadata(req->handle)->total_len;
-      auto reason = path_for(self, *req, *block, total);
-      auto holder = holder_of_sender(self);
-      if (reason == path_reason::ok) {
-        if (auto resp = grant_rdma(self, req->handle, holder)) {
-          count_path(self, path_reason::ok);
-          // Answer first: the book-keeping below wakes the reaper and the
-          // UCX engine, which would otherwise compete with the reply for
-          // the CPU. The engine hears of the hold well before the GET
-          // could arrive (a one-way trip later at the earliest), and a
-          // GET that came first would only wait for it.
-          auto rp = self->make_response_promise<std::string>();
-          rp.deliver(encode(*resp));
-          arm_reaper_if_needed(self);
-          sync_holds(self);
-          update_gauges(self);
-          return rp;
-        }
-        reason = path_reason::not_pinned; // check 8: the staging is gone
-      }
-      auto lease_deadline = std::chrono::milliseconds{req->lease_ms};
-      auto ready = self->state.store.acquire(req->handle, now(self),
-                                             lease_deadline, holder);
-      if (!ready)
-        return ready.error();
-      count_path(self, reason);
-      arm_reaper_if_needed(self);
-      update_gauges(self);
-      rv_acquire_response resp;
-      resp.ready = *ready;
-      return encode(resp);
+      auto out = decide_acquire(self, body, false);
+      if (out.error)
+        return std::move(out.error);
+      // Answer first: the book-keeping after it wakes the reaper and the
+      // UCX engine, which would otherwise compete with the reply for the
+      // CPU. The engine hears of an RDMA hold well before the GET could
+      // arrive (a one-way trip later at the earliest), and a GET that came
+      // first would only wait for it.
+      auto rp = self->make_response_promise<std::string>();
+      rp.deliver(encode(out.answer));
+      after_acquire(self, out.rdma);
+      return rp;
+    },
+    [=](rv_acquire_eager_atom,
+        const std::string& body) -> caf::result<std::string, chunk_bytes> {
+      auto out = decide_acquire(self, body, true);
+      if (out.error)
+        return std::move(out.error);
+      auto rp = self->make_response_promise<std::string, chunk_bytes>();
+      rp.deliver(encode(out.answer), std::move(out.eager));
+      after_acquire(self, out.rdma);
+      return rp;
     },
     [=](rv_pull_atom, const std::string& body) -> caf::result<chunk_bytes> {
       if (auto err = refuse_stranger(self))

@@ -41,6 +41,9 @@ struct owner_config {
   bool rdma_configured = false;                     // an RDMA registry exists
   bool rdma_enabled = true;                         // the kill switch is off
   uint64_t rdma_min_bytes = 64 * 1024;              // smaller pinned slots answer chunked
+  // The largest payload an eager acquire's answer carries (0: none); a
+  // consumer's own eager_max may lower it.
+  uint64_t eager_max = 16 * 1024;
   // A transparently staged payload (register_pinned without may_map) of at
   // least this many bytes is registered where it lies (no copy into an
   // arena); 0: always copied. The node sets it only where registering

@@ -22,6 +22,9 @@ namespace ferry {
 using owner_actor = caf::typed_actor<
   caf::replies_to<rv_metadata_atom, std::string>::with<std::string>,
   caf::replies_to<rv_acquire_atom, std::string>::with<std::string>,
+  // The eager acquire: the same answer, and with it the payload itself when
+  // it is at most the asked eager_max (and this owner's); else no bytes.
+  caf::replies_to<rv_acquire_eager_atom, std::string>::with<std::string, chunk_bytes>,
   caf::replies_to<rv_pull_atom, std::string>::with<chunk_bytes>,
   caf::replies_to<rv_ref_atom, std::string>::with<std::string>,
   caf::replies_to<rv_detach_atom, std::string>::with<std::string>,

@@ -20,6 +20,8 @@ struct owner_metrics {
   prometheus::Gauge* leases;         // ferry_rendezvous_leases
   prometheus::Counter* chunks_served;   // ferry_rendezvous_chunks_served_total
   prometheus::Counter* bytes_served;    // ferry_rendezvous_chunk_bytes_served_total
+  prometheus::Counter* eager_answers;   // ferry_rendezvous_eager_answers_total
+  prometheus::Counter* eager_bytes;     // ferry_rendezvous_eager_bytes_served_total
   prometheus::Counter* leases_expired;  // ferry_rendezvous_leases_expired_total
   prometheus::Counter* slots_expired;   // ferry_rendezvous_slots_expired_total
   // ferry_rendezvous_leases_dropped_total{reason="peer_down"}: leases ended

@@ -28,6 +28,9 @@ transfer::commands transfer::acquire(bool allow_offer) {
   rv_acquire_request req;
   req.handle = p_.handle;
   req.lease_ms = static_cast<uint64_t>(std::max<int64_t>(0, p_.lease.count()));
+  // get_pinned's chunks land in a pool block allocated after the answer.
+  req.eager_max = p_.dest == into::pinned_result ? 0 : p_.eager_max;
+  asked_eager_ = req.eager_max;
   offered_ = false;
   if (allow_offer) {
     if (!p_.rdma_registry)
@@ -61,9 +64,22 @@ caf::error transfer::check_size(uint64_t total_len) const {
   return caf::none;
 }
 
-transfer::commands transfer::on_acquired(const rv_acquire_response& answer) {
+transfer::commands transfer::on_acquired(const rv_acquire_response& answer,
+                                         std::optional<uint64_t> eager_bytes) {
   if (phase_ != phase::acquiring)
     return {};
+  bool says_eager = answer.ready && answer.ready->eager;
+  if (eager_bytes && *eager_bytes > 0 && !says_eager) {
+    auto lease = answer.rdma ? answer.rdma->lease_id
+                             : answer.ready ? answer.ready->lease_id : 0;
+    auto out = failed(make_error(errc::protocol_violation,
+                                 "owner sent " + std::to_string(*eager_bytes)
+                                   + " bytes with an answer that is not eager"),
+                      false);
+    if (answer.rdma || answer.ready)
+      out.insert(out.begin(), send_detach{lease});
+    return out;
+  }
   if (answer.rdma) {
     if (!offered_) { // e.g. a second descriptor after the fallback
       auto out = failed(make_error(errc::protocol_violation,
@@ -76,10 +92,11 @@ transfer::commands transfer::on_acquired(const rv_acquire_response& answer) {
   }
   if (!answer.ready)
     return failed(make_error(errc::protocol_violation, "empty acquire answer"), false);
-  return on_ready(*answer.ready);
+  return on_ready(*answer.ready, eager_bytes);
 }
 
-transfer::commands transfer::on_ready(const rv_ready& r) {
+transfer::commands transfer::on_ready(const rv_ready& r,
+                                      std::optional<uint64_t> eager_bytes) {
   ready_ = r;
   have_lease_ = true;
   lease_id_ = r.lease_id;
@@ -94,6 +111,15 @@ transfer::commands transfer::on_ready(const rv_ready& r) {
   if (r.total_len == 0 && r.chunk_count != 0)
     return failed(make_error(errc::protocol_violation,
                              "owner announced chunks for an empty payload"));
+  if (r.eager
+      && (!eager_bytes || asked_eager_ == 0 || r.total_len > asked_eager_ || r.chunk_count > 1
+          || (r.chunk_count == 0 && *eager_bytes != 0)))
+    return failed(make_error(errc::protocol_violation,
+                             "owner answered eagerly with " + std::to_string(r.total_len)
+                               + " bytes in " + std::to_string(r.chunk_count)
+                               + " chunks; asked for at most "
+                               + std::to_string(asked_eager_) + " bytes"));
+  eager_ = r.eager;
   if (auto err = check_size(r.total_len))
     return failed(std::move(err));
   commands out;
@@ -112,6 +138,13 @@ transfer::commands transfer::on_ready(const rv_ready& r) {
   phase_ = phase::pulling;
   if (r.chunk_count == 0) {
     auto rest = finish(false);
+    out.insert(out.end(), rest.begin(), rest.end());
+    return out;
+  }
+  if (r.eager) { // chunk 0 came with the answer: as if pulled and answered
+    next_index_ = 1;
+    in_flight_ = 1;
+    auto rest = on_chunk(0, *eager_bytes);
     out.insert(out.end(), rest.begin(), rest.end());
     return out;
   }
@@ -229,7 +262,7 @@ transfer::commands transfer::on_chunk(uint64_t index, uint64_t size) {
                              "chunk " + std::to_string(index) + " has "
                                + std::to_string(size) + " bytes, expected "
                                + std::to_string(expected)));
-  commands out{write_chunk{index, offset}};
+  commands out{write_chunk{index, offset, eager_}};
   --in_flight_;
   if (++received_ == ready_.chunk_count) {
     auto rest = finish(false);

@@ -16,6 +16,10 @@
 //   by itself for a chunked lease once it served the last chunk).
 // - Sizes from the owner are checked before anything is allocated: the
 //   chunk layout, staged_payload_max, and the caller's room.
+// - Eager: every acquire but get_pinned's asks for the payload inside the
+//   answer when it is at most eager_max; an eager answer that was not asked
+//   for, is larger than asked, has more than one chunk, or whose bytes do
+//   not match its length is a protocol violation (its lease detached).
 // - Chunks: at most pull_window pulls in flight; each chunk must have the
 //   size its index implies; any arrival order.
 // - RDMA: a descriptor that does not decode (or disagrees with total_len),
@@ -36,6 +40,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
@@ -68,6 +73,7 @@ public:
     bool ucx_peer = false;          // the owner is registered on our UCX engine
     uint64_t staged_payload_max = 0; // 0: no limit
     uint32_t pull_window = 8;
+    uint64_t eager_max = 0; // the payload inside the acquire's answer up to this (0: never)
     std::chrono::milliseconds lease{30000}; // lease_ms asked with each acquire
     bool single_use = false; // release, never hold or detach (see above)
   };
@@ -94,7 +100,8 @@ public:
   /// Buffer mode: reserve room for the whole payload (chunks append).
   struct reserve { uint64_t bytes; };
   /// Write the chunk just received at `offset` of the destination.
-  struct write_chunk { uint64_t index; uint64_t offset; };
+  /// `eager`: the bytes came with the acquire's answer, not a pull.
+  struct write_chunk { uint64_t index; uint64_t offset; bool eager = false; };
   struct count { transfer_path path; path_reason reason; };
   /// Answer the caller: `total_len` bytes, lease `lease_id`.
   struct deliver { uint64_t total_len; uint64_t lease_id; bool by_rdma; };
@@ -111,7 +118,10 @@ public:
   // -- events -----------------------------------------------------------------
   /// The owner is known: the first acquire (with an offer if the facts allow).
   commands start();
-  commands on_acquired(const rv_acquire_response& answer);
+  /// `eager_bytes`: the bytes that came with an eager acquire's answer
+  /// (nullopt: the plain acquire went out, or an owner that has no eager one).
+  commands on_acquired(const rv_acquire_response& answer,
+                       std::optional<uint64_t> eager_bytes = std::nullopt);
   /// A chunk of `size` bytes answered the pull of `index`.
   commands on_chunk(uint64_t index, uint64_t size);
   /// The registered destination asked for was granted or refused.
@@ -132,6 +142,8 @@ public:
   uint64_t total_len() const { return total_len_; }
   bool offered() const { return offered_; }
   bool fell_back() const { return fell_back_; }
+  /// The payload came with the acquire's answer.
+  bool eager() const { return eager_; }
 
 private:
   enum class phase {
@@ -143,7 +155,7 @@ private:
   };
 
   commands acquire(bool allow_offer);
-  commands on_ready(const rv_ready& r);
+  commands on_ready(const rv_ready& r, std::optional<uint64_t> eager_bytes);
   commands on_rdma(const rv_rdma_grant& g);
   commands fall_back(path_reason reason);
   commands begin_get();
@@ -159,6 +171,8 @@ private:
   bool have_lease_ = false;
   bool renewing_ = false;
   bool chunk_block_ = false; // the destination asked for holds chunks
+  bool eager_ = false;       // the payload came with the answer
+  uint64_t asked_eager_ = 0; // the eager_max the last acquire asked for
   uint64_t lease_id_ = 0;
   uint64_t total_len_ = 0;
   std::chrono::milliseconds renew_period_{0};

@@ -285,6 +285,49 @@ TEST_F(ClusterChunked, MetricsEndpointCountsTheChunkedPath) {
   EXPECT_EQ(test::series_value(text, "ferry_rendezvous_slots"), 0);
 }
 
+TEST_F(ClusterChunked, ASmallPayloadComesWithItsAcquireUnlessTheConsumerTurnsItOff) {
+  node_process scraped{{"--metrics-port", "0", "--ucx", "false"}};
+  auto gw = caf::actor_cast<gateway_actor>(local.connect(scraped.endpoint())->gateway);
+  auto bytes = test::payload(4096, 3);
+  auto mine = client.register_data(bytes);
+  ASSERT_TRUE(mine);
+  auto h = client.adopt(gw, *mine); // the remote gets it from us: eagerly too
+  ASSERT_TRUE(h) << describe(h.error());
+  auto got = client.get(*h);
+  ASSERT_TRUE(got) << describe(got.error());
+  EXPECT_EQ(checksum64(got->bytes.data(), got->bytes.size()),
+            checksum64(bytes.data(), bytes.size()));
+  auto text = test::scrape_metrics(scraped.metrics_port());
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_eager_answers_total"), 1);
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_eager_bytes_served_total"), 4096);
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_chunks_served_total"), 0);
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_eager_gets_total"), 1); // the adopt
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_leases"), 1); // held for our get
+  EXPECT_EQ(test::registry_value(local.metrics_registry(), "ferry_rendezvous_eager_gets_total"),
+            1);
+  EXPECT_EQ(test::registry_value(local.metrics_registry(),
+                                 "ferry_rendezvous_chunks_pulled_total"),
+            0);
+  EXPECT_FALSE(client.detach(*h, got->lease_id)); // the payload stays
+  // A consumer with --eager-max 0 asks the plain way and pulls its chunk.
+  auto cfg = client_config();
+  cfg.eager_max = 0;
+  node plain{cfg};
+  ASSERT_FALSE(plain.start());
+  ASSERT_TRUE(plain.connect(scraped.endpoint()));
+  blocking_client plain_client{plain};
+  auto again = plain_client.get(*h);
+  ASSERT_TRUE(again) << describe(again.error());
+  EXPECT_EQ(again->bytes, got->bytes);
+  text = test::scrape_metrics(scraped.metrics_port());
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_eager_answers_total"), 1);
+  EXPECT_EQ(test::series_value(text, "ferry_rendezvous_chunks_served_total"), 1);
+  EXPECT_EQ(test::registry_value(plain.metrics_registry(),
+                                 "ferry_rendezvous_chunks_pulled_total"),
+            1);
+  plain.stop();
+}
+
 TEST(ClusterFaults, OwnerKilledMidTransferFailsTheGetPromptly) {
   // The owner stops answering pulls from chunk 4 on, so the transfer is
   // certainly in flight when the owner dies.

@@ -206,6 +206,13 @@ enum scenario : uint64_t {
   truncated = 4,     // a chunk shorter than announced
   garbage = 5,       // an acquire answer that is no JSON
   huge_rdma = 6,     // an RDMA answer to an acquire without an offer
+  // Eager acquires (every other scenario answers them as an owner of an
+  // older ferry does: no such message, so the consumer acquires plainly).
+  eager_longer = 7,   // eager, 100 bytes announced, 200 sent
+  eager_larger = 8,   // eager, 20000 bytes (more than the 16 KiB asked)
+  eager_huge = 9,     // eager, 2^64-1 bytes in one chunk
+  eager_unmarked = 10, // 100 bytes with an answer that is not eager
+  eager_ok = 11,      // a well-formed eager answer of 100 bytes
 };
 
 constexpr uint64_t hostile_worker = 0x0bad0bad0bad;
@@ -213,7 +220,40 @@ constexpr uint64_t hostile_worker = 0x0bad0bad0bad;
 struct owner_log {
   std::atomic<int> detaches{0};
   std::atomic<int> acquires{0};
+  std::atomic<int> eager_acquires{0};
 };
+
+/// The hostile owner's eager answers, by scenario.
+caf::result<std::string, chunk_bytes> hostile_eager_answer(const data_handle& h) {
+  rv_ready r{1, 1, 524288, 1, 100};
+  r.eager = true;
+  size_t sent = 100;
+  switch (h.lo) {
+    case eager_longer:
+      sent = 200;
+      break;
+    case eager_larger:
+      r.total_len = sent = 20000;
+      break;
+    case eager_huge:
+      r.total_len = top;
+      r.chunk_size = top;
+      break;
+    case eager_unmarked:
+      r.eager = false;
+      break;
+    case eager_ok:
+      break;
+    default:
+      return caf::make_error(caf::sec::unexpected_message);
+  }
+  char* fill = nullptr;
+  auto bytes = chunk_bytes::allocate(sent, &fill);
+  std::memset(fill, 0x5a, sent);
+  rv_acquire_response answer;
+  answer.ready = r;
+  return caf::result<std::string, chunk_bytes>{encode(answer), std::move(bytes)};
+}
 
 caf::behavior hostile_owner(caf::event_based_actor*, std::shared_ptr<owner_log> log,
                             bool truncate) {
@@ -241,6 +281,13 @@ caf::behavior hostile_owner(caf::event_based_actor*, std::shared_ptr<owner_log> 
           r.rdma = rv_rdma_grant{1, {1, 2, 3}, 30000, top};
       }
       return encode(r);
+    },
+    [=](rv_acquire_eager_atom, const std::string& body) -> caf::result<std::string, chunk_bytes> {
+      ++log->eager_acquires;
+      auto req = decode<rv_acquire_request>(body);
+      if (!req)
+        return req.error();
+      return hostile_eager_answer(req->handle);
     },
     [=](rv_pull_atom, const std::string&) {
       // 1.5 chunks, or 100 bytes: never the 512 KiB announced.
@@ -345,6 +392,10 @@ TEST_F(HostileOwner, LiesAboutSizesAndChunksFailTheGetCleanly) {
     {oversized, errc::protocol_violation, true},
     {garbage, errc::malformed_body, false},
     {huge_rdma, errc::protocol_violation, true},
+    {eager_longer, errc::protocol_violation, true},
+    {eager_larger, errc::protocol_violation, true},
+    {eager_huge, errc::protocol_violation, true},
+    {eager_unmarked, errc::protocol_violation, true},
   };
   for (auto& r : rows) {
     SCOPED_TRACE(static_cast<int>(r.s));
@@ -358,6 +409,15 @@ TEST_F(HostileOwner, LiesAboutSizesAndChunksFailTheGetCleanly) {
       EXPECT_EQ(log->detaches.load(), before + 1);
     }
   }
+  // Every get asked eagerly first; the plain scenarios, answered as by an
+  // owner of an older ferry, acquired plainly once more.
+  EXPECT_EQ(log->eager_acquires.load(), 9);
+  EXPECT_EQ(log->acquires.load(), 5);
+  // A well-formed eager answer is the whole get.
+  auto fine = client.get(data_handle{hostile_worker, eager_ok});
+  ASSERT_TRUE(fine) << describe(fine.error());
+  EXPECT_EQ(fine->bytes, byte_buffer(100, 0x5a));
+  EXPECT_EQ(log->acquires.load(), 5);
   // The node is unharmed: it still stages and serves its own payloads.
   auto bytes = test::payload(3 * 512 * 1024);
   auto h = client.register_data(bytes);

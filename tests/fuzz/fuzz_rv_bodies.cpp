@@ -14,7 +14,7 @@ namespace {
 using namespace ferry;
 
 bool same(const rv_acquire_request& a, const rv_acquire_request& b) {
-  return a.handle == b.handle && a.lease_ms == b.lease_ms
+  return a.handle == b.handle && a.lease_ms == b.lease_ms && a.eager_max == b.eager_max
          && a.rdma.has_value() == b.rdma.has_value()
          && (!a.rdma || a.rdma->backends == b.rdma->backends);
 }
@@ -26,7 +26,7 @@ bool same(const rv_acquire_response& a, const rv_acquire_response& b) {
            && a.ready->transfer_id == b.ready->transfer_id
            && a.ready->chunk_size == b.ready->chunk_size
            && a.ready->chunk_count == b.ready->chunk_count
-           && a.ready->total_len == b.ready->total_len;
+           && a.ready->total_len == b.ready->total_len && a.ready->eager == b.ready->eager;
   return a.rdma->lease_id == b.rdma->lease_id && a.rdma->descriptor == b.rdma->descriptor
          && a.rdma->lease_timeout_ms == b.rdma->lease_timeout_ms
          && a.rdma->total_len == b.rdma->total_len;

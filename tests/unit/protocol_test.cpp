@@ -406,3 +406,27 @@ TEST(ProtocolHello, AStatedUcxAddressLengthIsBoundedBeforeAnyAllocation) {
   EXPECT_TRUE(short_source(hello));
   EXPECT_TRUE(hello.ucx_address.empty());
 }
+
+TEST(ProtocolBodies, TheEagerFieldsGoOnlyWhenSetAndMeanNothingToOldPeers) {
+  rv_acquire_request req;
+  req.handle = sample;
+  EXPECT_EQ(encode(req).find("eager"), std::string::npos); // an old consumer's body
+  req.eager_max = 16384;
+  auto back = decode<rv_acquire_request>(encode(req));
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->eager_max, 16384u);
+  rv_acquire_response plain;
+  plain.ready = rv_ready{1, 2, 524288, 1, 100};
+  EXPECT_EQ(encode(plain).find("eager"), std::string::npos); // an old owner's answer
+  auto p = decode<rv_acquire_response>(encode(plain));
+  ASSERT_TRUE(p && p->ready);
+  EXPECT_FALSE(p->ready->eager);
+  auto eager = plain;
+  eager.ready->eager = true;
+  auto e = decode<rv_acquire_response>(encode(eager));
+  ASSERT_TRUE(e && e->ready);
+  EXPECT_TRUE(e->ready->eager);
+  EXPECT_FALSE(decode<rv_acquire_request>(R"({"handle":{"hi":1,"lo":2},"eager_max":-1})"));
+  EXPECT_FALSE(decode<rv_acquire_response>(
+    R"({"ready":{"lease_id":1,"transfer_id":2,"chunk_size":4,"chunk_count":1,"total_len":3,"eager":"yes"}})"));
+}

@@ -283,3 +283,67 @@ TEST_F(ActorLeaseStalled, ACallerThatGoesAwayTakesItsGetsLeaseBack) {
                            .values),
             4 * chunk); // the payload stays staged
 }
+
+TEST_F(ActorChunked, APayloadOfOneChunkComesWithTheAcquiresAnswer) {
+  auto h = stage(chunk - 24);
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(r.values) << describe(r.error);
+  auto& bytes = std::get<0>(*r.values);
+  ASSERT_EQ(bytes.size(), chunk - 24);
+  for (size_t i = 0; i < bytes.size(); ++i)
+    ASSERT_EQ(bytes[i], static_cast<char>(i % 251)) << i;
+  EXPECT_EQ(om.eager_answers->Value(), 1);
+  EXPECT_EQ(om.eager_bytes->Value(), static_cast<double>(chunk - 24));
+  EXPECT_EQ(om.chunks_served->Value(), 0); // no pull
+  EXPECT_EQ(cm.eager_gets->Value(), 1);
+  EXPECT_EQ(cm.chunks_pulled->Value(), 0);
+  EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::no_offer), 1);
+  // Its lease is held as after a last pull, until the caller ends it.
+  EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos);
+  EXPECT_NE(owner_stat().find("\"transfers\":0"), std::string::npos);
+  auto rel = call<uint64_t, bool>(ctx->consumer, release_atom::value, h,
+                                  std::get<1>(*r.values));
+  ASSERT_TRUE(rel.values);
+  EXPECT_TRUE(std::get<1>(*rel.values));
+  // Two chunks are pulled as before.
+  auto big = stage(chunk + 1);
+  auto b = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, big);
+  ASSERT_TRUE(b.values) << describe(b.error);
+  EXPECT_EQ(std::get<0>(*b.values).size(), chunk + 1);
+  EXPECT_EQ(om.eager_answers->Value(), 1);
+  EXPECT_EQ(cm.chunks_pulled->Value(), 2);
+}
+
+TEST_F(ActorChunked, TheEagerAnswerTakesTheSmallerOfBothLimits) {
+  auto h = stage(600);
+  auto ask = [&](uint64_t eager_max) {
+    rv_acquire_request req;
+    req.handle = h;
+    req.eager_max = eager_max;
+    auto a = call<std::string, chunk_bytes>(ctx->owner, rv_acquire_eager_atom::value,
+                                            encode(req));
+    EXPECT_TRUE(a.values) << describe(a.error);
+    auto answer = decode<rv_acquire_response>(std::get<0>(*a.values));
+    EXPECT_TRUE(answer && answer->ready);
+    return std::make_pair(answer->ready->eager, std::get<1>(*a.values).size());
+  };
+  EXPECT_EQ(ask(599), std::make_pair(false, size_t{0})); // the consumer's limit
+  EXPECT_EQ(ask(0), std::make_pair(false, size_t{0}));
+  EXPECT_EQ(ask(600), std::make_pair(true, size_t{600}));
+  EXPECT_EQ(om.eager_answers->Value(), 1);
+  // An owner with eager answers off answers every eager acquire plainly,
+  // and the consumer pulls.
+  caf::anon_send_exit(ctx->owner, caf::exit_reason::user_shutdown);
+  sched.run();
+  auto off = make_owner_config();
+  off.eager_max = 0;
+  ctx->owner = spawn_owner(sys, worker, off, &om);
+  sched.run();
+  h = stage(600);
+  EXPECT_EQ(ask(1 << 20), std::make_pair(false, size_t{0}));
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(r.values) << describe(r.error);
+  EXPECT_EQ(std::get<0>(*r.values).size(), 600u);
+  EXPECT_EQ(cm.chunks_pulled->Value(), 1);
+  EXPECT_EQ(cm.eager_gets->Value(), 0);
+}

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 #include <set>
 
 #include "actors/rendezvous/transfer.hpp"
@@ -519,4 +520,118 @@ TEST(Transfer, ASingleUseGetByRdmaReleasesInsteadOfHolding) {
   ASSERT_TRUE(has<T::deliver>(cmds));
   EXPECT_EQ(one<T::send_release>(cmds).lease_id, 21u);
   EXPECT_FALSE(has<T::send_hold>(cmds));
+}
+
+namespace {
+
+rv_acquire_response eager_ready(uint64_t total, uint64_t chunk = 4096) {
+  auto r = ready(total, chunk);
+  r.ready->eager = true;
+  return r;
+}
+
+T::params eager_params(T::into dest = T::into::buffer, uint64_t eager_max = 4096) {
+  auto p = params(dest);
+  p.eager_max = eager_max;
+  p.room = 8192;
+  return p;
+}
+
+} // namespace
+
+TEST(Transfer, EveryAcquireButGetPinnedsAsksForTheEagerAnswer) {
+  for (auto dest : {T::into::buffer, T::into::raw, T::into::pinned_writer,
+                    T::into::pinned_result}) {
+    T t{eager_params(dest)};
+    auto acq = one<T::send_acquire>(t.start());
+    EXPECT_EQ(acq.request.eager_max, dest == T::into::pinned_result ? 0u : 4096u);
+  }
+  T off{eager_params(T::into::buffer, 0)};
+  EXPECT_EQ(one<T::send_acquire>(off.start()).request.eager_max, 0u);
+}
+
+TEST(Transfer, AnEagerAnswerIsDeliveredWithoutAPullAndWithoutAHold) {
+  for (auto dest : {T::into::buffer, T::into::raw, T::into::pinned_writer}) {
+    T t{eager_params(dest)};
+    t.start();
+    auto cmds = t.on_acquired(eager_ready(3000), 3000);
+    EXPECT_FALSE(has<T::send_pull>(cmds));
+    EXPECT_FALSE(has<T::alloc_destination>(cmds));
+    auto w = one<T::write_chunk>(cmds);
+    EXPECT_EQ(w.index, 0u);
+    EXPECT_EQ(w.offset, 0u);
+    EXPECT_TRUE(w.eager);
+    EXPECT_EQ(has<T::reserve>(cmds), dest == T::into::buffer);
+    auto d = one<T::deliver>(cmds);
+    EXPECT_EQ(d.total_len, 3000u);
+    EXPECT_EQ(d.lease_id, 11u);
+    EXPECT_FALSE(has<T::send_hold>(cmds)); // the owner holds it, as after a last pull
+    EXPECT_TRUE(t.eager());
+    EXPECT_TRUE(t.finished());
+  }
+  T empty{eager_params()};
+  empty.start();
+  auto cmds = empty.on_acquired(eager_ready(0), 0);
+  EXPECT_EQ(one<T::deliver>(cmds).total_len, 0u);
+  EXPECT_FALSE(has<T::write_chunk>(cmds));
+}
+
+TEST(Transfer, AnEagerAcquireAnsweredPlainlyPullsAsBefore) {
+  T t{eager_params()};
+  t.start();
+  // A larger payload, or an owner with no eager answer: no bytes, chunks.
+  auto cmds = t.on_acquired(ready(10000, 4096), 0);
+  EXPECT_EQ(all<T::send_pull>(cmds).size(), 2u);
+  EXPECT_FALSE(has<T::deliver>(cmds));
+  EXPECT_FALSE(t.eager());
+  T old_owner{eager_params()};
+  old_owner.start();
+  EXPECT_EQ(all<T::send_pull>(old_owner.on_acquired(ready(100, 4096))).size(), 1u);
+}
+
+TEST(Transfer, AnEagerAnswerThatBreaksTheRulesIsAViolationAndDetaches) {
+  struct row {
+    const char* what;
+    uint64_t asked;
+    rv_acquire_response answer;
+    std::optional<uint64_t> bytes;
+    T::into dest = T::into::buffer;
+  };
+  auto two_chunks = eager_ready(3000, 2048);
+  const row rows[] = {
+    {"larger than asked", 2048, eager_ready(3000), 3000},
+    {"eager when none was asked", 0, eager_ready(100), 100},
+    {"eager to get_pinned", 4096, eager_ready(100), 100, T::into::pinned_result},
+    {"more than one chunk", 4096, two_chunks, 3000},
+    {"fewer bytes than its length", 4096, eager_ready(3000), 2999},
+    {"more bytes than its length", 4096, eager_ready(3000), 3001},
+    {"bytes for an empty payload", 4096, eager_ready(0), 1},
+    {"eager without bytes (the plain acquire)", 4096, eager_ready(100), std::nullopt},
+    {"bytes with a plain answer", 4096, ready(100, 4096), 100},
+    {"bytes with an RDMA answer", 4096, rdma(100), 100},
+  };
+  for (auto& r : rows) {
+    SCOPED_TRACE(r.what);
+    T t{eager_params(r.dest, r.asked)};
+    t.start();
+    auto cmds = t.on_acquired(r.answer, r.bytes);
+    EXPECT_FALSE(has<T::deliver>(cmds));
+    EXPECT_FALSE(has<T::write_chunk>(cmds));
+    EXPECT_FALSE(has<T::send_pull>(cmds));
+    EXPECT_FALSE(has<T::alloc_destination>(cmds));
+    EXPECT_TRUE(has<T::send_detach>(cmds)); // the granted lease goes back
+    EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::protocol_violation))
+      << describe(one<T::fail>(cmds).error);
+    EXPECT_TRUE(t.finished());
+  }
+}
+
+TEST(Transfer, AnEagerSingleUseGetReleasesWhenItDelivers) {
+  auto p = eager_params();
+  p.single_use = true;
+  T t{p};
+  t.start();
+  auto cmds = t.on_acquired(eager_ready(100), 100);
+  EXPECT_EQ(one<T::deliver>(cmds).total_len, 100u);
+  EXPECT_EQ(one<T::send_release>(cmds).lease_id, 11u);
 }
