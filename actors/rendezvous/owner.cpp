@@ -214,15 +214,12 @@ struct acquire_outcome {
   bool rdma = false;
 };
 
-/// The eager part of a chunked answer: a payload of at most the smaller of
-/// both sides' eager_max, and of one chunk or none, goes with the answer
-/// (its one pull served here, so its lease is held as after a last pull).
-void answer_eagerly(owner_ptr self, const rv_acquire_request& req,
-                    acquire_outcome& out) {
+/// The eager part of a chunked answer whose payload fits one (see
+/// decide_acquire): the payload goes with the answer (its one pull served
+/// here, so its lease is held as after a last pull).
+void answer_eagerly(owner_ptr self, acquire_outcome& out) {
   auto& st = self->state;
   auto& ready = *out.answer.ready;
-  if (ready.total_len > std::min(req.eager_max, st.cfg.eager_max) || ready.chunk_count > 1)
-    return;
 #ifdef FERRY_TEST_HOOKS
   if (ready.chunk_count > 0 && st.cfg.stall_pulls_from == 0)
     return; // the test wants the pull of chunk 0 to stall
@@ -260,9 +257,11 @@ acquire_outcome decide_acquire(owner_ptr self, const std::string& body, bool eag
   }
   auto total = self->state.store.metadata(req->handle)->total_len;
   auto reason = path_for(self, *req, *block, total);
+  // An eager answer carries at most the smaller of both sides' eager_max,
+  // in one chunk or none.
   const auto& cfg = self->state.cfg;
-  if (reason == path_reason::ok && eager
-      && total <= std::min({req->eager_max, cfg.eager_max, cfg.chunk_size}))
+  bool fits_eagerly = eager && total <= std::min({req->eager_max, cfg.eager_max, cfg.chunk_size});
+  if (reason == path_reason::ok && fits_eagerly)
     reason = path_reason::below_min; // one round trip beats an acquire and a GET
   auto holder = holder_of_sender(self);
   if (reason == path_reason::ok) {
@@ -282,8 +281,8 @@ acquire_outcome decide_acquire(owner_ptr self, const std::string& body, bool eag
   }
   count_path(self, reason);
   out.answer.ready = *ready;
-  if (eager)
-    answer_eagerly(self, *req, out);
+  if (fits_eagerly)
+    answer_eagerly(self, out);
   return out;
 }
 
