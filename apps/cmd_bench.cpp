@@ -142,6 +142,9 @@ void add_knob_options(CLI::App& sub, bench::ferry_knobs& k) {
                  "CAF scheduler policy of the ferry rows (sharing, stealing)");
   sub.add_option("--scheduler-threads", k.scheduler_threads,
                  "CAF scheduler threads of the ferry rows (0: default)");
+  sub.add_flag("--chunked-ucx", k.chunked_ucx,
+               "The chunked rows with UCX on both nodes and the RDMA path off: "
+               "their calls take the control channel (FERRY_CONTROL_CHANNEL=caf: CAF)");
 }
 
 } // namespace

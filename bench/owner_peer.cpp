@@ -15,6 +15,8 @@ std::string owner_peer::start(const ferry_knobs& knobs, bool rdma,
     args.insert(args.end(), {"--scheduler-policy", knobs.scheduler_policy});
   if (knobs.eager_endpoints)
     args.push_back("--eager-endpoints");
+  if (knobs.chunked_ucx)
+    args.push_back("--chunked-ucx");
   if (knobs.scheduler_threads > 0)
     args.insert(args.end(),
                 {"--scheduler-threads", std::to_string(knobs.scheduler_threads)});
@@ -51,7 +53,7 @@ void owner_peer::stop() {
 
 node_config consumer_node_config(const ferry_knobs& knobs, bool rdma) {
   node_config cfg;
-  cfg.ucx = rdma;
+  cfg.ucx = rdma || knobs.chunked_ucx;
   cfg.rdma_enabled = rdma;
   cfg.listen = false;
   cfg.eager_endpoints = knobs.eager_endpoints;

@@ -47,7 +47,7 @@ int run_ferry_owner_peer(const peer_options& opts) {
   cfg.bind_host = "127.0.0.1";
   cfg.port = 0;
   cfg.log_level = "warn";
-  cfg.ucx = opts.rdma;
+  cfg.ucx = opts.rdma || opts.knobs.chunked_ucx;
   cfg.rdma_enabled = opts.rdma;
   cfg.eager_endpoints = opts.knobs.eager_endpoints;
   if (opts.rdma)

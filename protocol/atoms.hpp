@@ -83,6 +83,19 @@ using wire_stop_atom = caf::atom_constant<caf::atom("w_stop")>;
 // id); the receiver closes its own endpoint back.
 using ucx_goodbye_atom = caf::atom_constant<caf::atom("ucx_bye")>;
 
+// The control channel (UCX active messages, rdma/control_protocol.hpp):
+// a consumer's call through the UCX engine, a one-way one, a peer's call
+// the engine hands the owner, and the owner's answer (or error answer) the
+// engine sends back; the gateway registers a peer's pair tokens, and tells
+// a peer that the channel to it is ready.
+using control_call_atom = caf::atom_constant<caf::atom("ctl_call")>;
+using control_tell_atom = caf::atom_constant<caf::atom("ctl_tell")>;
+using control_answer_atom = caf::atom_constant<caf::atom("ctl_answer")>;
+using control_error_atom = caf::atom_constant<caf::atom("ctl_error")>;
+using control_peer_atom = caf::atom_constant<caf::atom("ctl_peer")>;
+using control_ready_atom = caf::atom_constant<caf::atom("ctl_ready")>;
+using control_owner_atom = caf::atom_constant<caf::atom("ctl_owner")>;
+
 // A node's stop, first step: its gateway refuses new work.
 using stop_work_atom = caf::atom_constant<caf::atom("stop_work")>;
 

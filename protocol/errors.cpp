@@ -35,6 +35,7 @@ std::string to_string(errc code) {
     case errc::staging_unavailable: return "staging_unavailable";
     case errc::cancelled: return "cancelled";
     case errc::not_registered: return "not_registered";
+    case errc::no_channel: return "no_channel";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }
@@ -78,6 +79,12 @@ std::string describe(const caf::error& err) {
 bool is(const caf::error& err, errc code) {
   return err.category() == error_category
          && err.code() == static_cast<uint8_t>(code);
+}
+
+std::pair<errc, std::string> code_and_text(const caf::error& err) {
+  if (err.category() == error_category && err.code() != 0)
+    return {static_cast<errc>(err.code()), context_text(err)};
+  return {errc::io_error, describe(err)};
 }
 
 } // namespace ferry

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include <caf/atom.hpp>
 #include <caf/error.hpp>
@@ -40,7 +41,11 @@ enum class errc : uint8_t {
   staging_unavailable, // no CUDA driver or device: GPU staging is off
   cancelled,           // the requester cancelled before the work started
   not_registered,      // a call that needs a hello first (membership, lookup)
+  no_channel,          // the control channel has no such peer: nothing was sent
 };
+
+/// The highest code (what a peer's error answer may carry).
+inline constexpr errc errc_last = errc::no_channel;
 
 /// The CAF error category ferry's codes live in.
 constexpr caf::atom_value error_category = caf::atom("ferry");
@@ -55,5 +60,10 @@ std::string describe(const caf::error& err);
 
 /// True when `err` is ferry's `code`.
 bool is(const caf::error& err, errc code);
+
+/// The error as ferry's code and its context text, for a wire that carries
+/// no CAF error (the control channel): an error of another category becomes
+/// io_error with its description as the text.
+std::pair<errc, std::string> code_and_text(const caf::error& err);
 
 } // namespace ferry

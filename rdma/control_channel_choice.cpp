@@ -1,6 +1,8 @@
 #include "rdma/control_channel_choice.hpp"
 
 #include <algorithm>
+#include <cstdio>
+#include <random>
 
 namespace ferry {
 
@@ -49,6 +51,64 @@ control_channel_choice choose_control_channel(control_channel_setting mine,
   if (std::find(peer_caps.begin(), peer_caps.end(), ucx_am_capability) == peer_caps.end())
     return {control_channel::caf, reason::peer_without_am};
   return {control_channel::ucx_am, reason::both_ucx_am};
+}
+
+namespace {
+
+constexpr std::string_view token_prefix = "ucx_am:";
+
+bool is_token_capability(const std::string& c) {
+  return c.size() > token_prefix.size() && c.compare(0, token_prefix.size(), token_prefix) == 0;
+}
+
+} // namespace
+
+std::string control_token_capability(uint64_t token) {
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(token));
+  return std::string{token_prefix} + hex;
+}
+
+std::optional<uint64_t> control_token_of(const std::vector<std::string>& caps) {
+  for (const auto& c : caps) {
+    if (!is_token_capability(c))
+      continue;
+    auto hex = std::string_view{c}.substr(token_prefix.size());
+    if (hex.size() != 16)
+      return std::nullopt;
+    uint64_t v = 0;
+    for (char ch : hex) {
+      int d = ch >= '0' && ch <= '9'   ? ch - '0'
+              : ch >= 'a' && ch <= 'f' ? ch - 'a' + 10
+                                       : -1;
+      if (d < 0)
+        return std::nullopt;
+      v = (v << 4) | static_cast<uint64_t>(d);
+    }
+    if (v == 0)
+      return std::nullopt;
+    return v;
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> shown_capabilities(const std::vector<std::string>& caps) {
+  std::vector<std::string> out;
+  for (const auto& c : caps) {
+    auto shown = is_token_capability(c) ? std::string{ucx_am_capability} : c;
+    if (std::find(out.begin(), out.end(), shown) == out.end())
+      out.push_back(std::move(shown));
+  }
+  return out;
+}
+
+uint64_t fresh_control_token() {
+  std::random_device rd; // the kernel's random source on Linux
+  for (;;) {
+    uint64_t t = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+    if (t != 0)
+      return t;
+  }
 }
 
 } // namespace ferry

@@ -44,6 +44,22 @@ std::optional<control_channel_setting> parse_control_channel_setting(std::string
 /// Whether this node tells "ucx_am" in its hello.
 bool serves_control_channel(control_channel_setting mine, bool ucx_here) noexcept;
 
+/// The hello's capability that offers the channel with the token this node
+/// expects in the peer's frames: "ucx_am:" and 16 hex digits. It goes in one
+/// hello only (each hello agrees on fresh tokens) and is kept out of what a
+/// node shows of its peers (shown_capabilities).
+std::string control_token_capability(uint64_t token);
+
+/// The token a hello's capabilities offer; none when there is none, it is 0
+/// or not 16 hex digits.
+std::optional<uint64_t> control_token_of(const std::vector<std::string>& caps);
+
+/// The capabilities with every token capability shown as plain "ucx_am".
+std::vector<std::string> shown_capabilities(const std::vector<std::string>& caps);
+
+/// A fresh, unpredictable pair token (never 0).
+uint64_t fresh_control_token();
+
 control_channel_choice choose_control_channel(control_channel_setting mine,
                                               bool ucx_here,
                                               const std::vector<std::string>& peer_caps);

@@ -10,6 +10,11 @@
 //   puts in its frames to the peer (token_out) and the one it expects in
 //   the peer's frames (token_in). A frame with another token, or from a
 //   peer not registered, is dropped: UCX authenticates nobody.
+// - Each hello between a pair agrees on a fresh pair of tokens, and two
+//   hellos (each node dialling the other) may cross: a peer keeps every
+//   token_in this node issued it (the last max_tokens_in), and sends with
+//   the token_out it heard last, so both sides accept each other's frames
+//   whichever hello each heard last.
 // - A call's answer completes it only from the peer it went to, with its
 //   op (control_calls); a late, repeated or foreign answer is dropped.
 // - One-way calls (detach, renew, release) wait for nothing: they are not
@@ -20,6 +25,7 @@
 // that did not call.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <map>
@@ -111,8 +117,23 @@ public:
 
   // -- peers ----------------------------------------------------------------
 
-  /// Registers (or re-registers, with new tokens) a peer.
-  void add_peer(uint64_t worker_id, control_pair_tokens tokens) { peers_[worker_id] = tokens; }
+  /// The tokens_in a peer's frames may carry (those of its latest hellos).
+  static constexpr size_t max_tokens_in = 8;
+
+  /// Registers a peer, or adds the tokens of another hello with it: frames
+  /// to it carry `tokens.out` from now on, and its frames may carry
+  /// `tokens.in` or the tokens_in of its previous hellos.
+  void add_peer(uint64_t worker_id, control_pair_tokens tokens) {
+    auto& p = peers_[worker_id];
+    p.out = tokens.out;
+    if (std::find(p.ins.begin(), p.ins.end(), tokens.in) != p.ins.end())
+      return;
+    if (p.ins.size() == max_tokens_in)
+      p.ins.erase(p.ins.begin()); // the oldest hello's
+    p.ins.push_back(tokens.in);
+  }
+
+  bool has_peer(uint64_t worker_id) const { return peers_.count(worker_id) > 0; }
 
   /// The peer went away: no more frames from or to it; its calls fail.
   std::vector<call> remove_peer(uint64_t worker_id) {
@@ -198,7 +219,8 @@ public:
     auto p = peers_.find(f.sender);
     if (p == peers_.end())
       return drop(control_drop::unknown_peer);
-    if (f.pair_token != p->second.in)
+    const auto& ins = p->second.ins;
+    if (std::find(ins.begin(), ins.end(), f.pair_token) == ins.end())
       return drop(control_drop::bad_token);
     if (f.kind == control_kind::call)
       return incoming_call{f.sender, f.call_id, f.op, f.one_way(),
@@ -291,7 +313,11 @@ private:
   calls_type calls_;
   // One-way calls take ids from their own counter: nobody answers them.
   uint64_t next_one_way_ = 1;
-  std::map<uint64_t, control_pair_tokens> peers_;
+  struct peer_tokens {
+    uint64_t out = 0;
+    std::vector<uint64_t> ins; // oldest first
+  };
+  std::map<uint64_t, peer_tokens> peers_;
   std::array<uint64_t, control_drop_reasons> drops_{};
 };
 

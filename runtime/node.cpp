@@ -4,6 +4,7 @@
 // peers node_connect.cpp, its stop node_stop.cpp.
 #include "runtime/node.hpp"
 
+
 #include <malloc.h>
 
 #include <algorithm>
@@ -35,6 +36,7 @@
 #include "runtime/openssl_error_queue.hpp"
 #include "runtime/shutdown_deadline.hpp"
 #include "staging/local_stager.hpp"
+#include "rdma/control_channel_choice.hpp"
 
 #ifdef FERRY_WITH_UCX
 #  include "rdma/ucx_context.hpp"
@@ -208,6 +210,10 @@ peer_hello node::hello() const {
   mine.worker_id = worker_id_;
   mine.incarnation = incarnation_;
   mine.capabilities = capabilities();
+  // The control channel: a fresh token for this hello's peer to put in its
+  // frames to this node (the peer's gateway answers with its own).
+  if (engine_ && engine_.control_channel())
+    mine.capabilities.push_back(control_token_capability(fresh_control_token()));
   mine.ucx_address = ucx_address_;
   mine.host = cfg_.advertised_host();
   mine.port = published_port_->load();

@@ -81,6 +81,10 @@ struct node_config {
   // after a goodbye to the peer; wire them up at the hello, not the first GET.
   uint64_t ep_idle_timeout_ms = 0;
   bool eager_endpoints = false;
+  // The rendezvous calls to peers: "auto" over UCX active messages where
+  // both nodes serve that channel, else CAF requests; "caf" always CAF
+  // requests. FERRY_CONTROL_CHANNEL (auto or caf) overrides it.
+  std::string control_channel = "auto";
   uint64_t drop_dereg_timeout_ms = 30000;
   // Map the first pooled arena at start. Transparent staging never maps one
   // (a send must not stall on a registration), so without an explicit

@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster/tcp_probe.hpp"
+#include "rdma/control_channel_choice.hpp"
 #include "protocol/errors.hpp"
 
 namespace ferry {
@@ -103,7 +104,8 @@ caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) 
   // Keep the host we dialled: it is reachable from here by definition.
   result->host = host;
   result->port = port;
-  self->request(gateway_, cfg_.request_timeout(), add_peer_atom::value, *result)
+  auto token_in = control_token_of(mine.capabilities).value_or(0);
+  self->request(gateway_, cfg_.request_timeout(), add_peer_atom::value, *result, token_in)
     .receive([](caf::ok_atom) {},
              [&](caf::error& err) { result = std::move(err); });
   return result;

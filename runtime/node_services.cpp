@@ -22,6 +22,7 @@
 #include "actors/staging/staging_metrics.hpp"
 #include "actors/staging/staging_workers.hpp"
 #include "protocol/errors.hpp"
+#include "rdma/control_channel_choice.hpp"
 #include "runtime/builtin_handlers.hpp"
 #include "runtime/kill_switch.hpp"
 #include "staging/cuda_driver.hpp"
@@ -35,6 +36,19 @@
 #endif
 
 namespace ferry {
+
+namespace {
+
+/// The node's control-channel setting: FERRY_CONTROL_CHANNEL when it names
+/// one, else the option's (checked by the command line: auto or caf).
+control_channel_setting control_channel_setting_of(const std::string& option) {
+  if (const char* env = std::getenv("FERRY_CONTROL_CHANNEL"))
+    if (auto s = parse_control_channel_setting(env))
+      return *s;
+  return parse_control_channel_setting(option).value_or(control_channel_setting::automatic);
+}
+
+} // namespace
 
 void node::wire_services(worker_registry workers) {
   if (cfg_.ucx)
@@ -55,6 +69,11 @@ void node::wire_services(worker_registry workers) {
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),
                             owner_rdma_links{pool_, engine_, rdma_metrics_.get(), copier_,
                                              directory});
+  if (engine_ && engine_.control_channel()) { // peers' channel calls go to the owner
+    caf::anon_send(engine_.actor(), control_owner_atom::value,
+                   caf::actor_cast<caf::actor>(ctx_->owner));
+    engine_.wake();
+  }
 
   start_staging();
 
@@ -68,6 +87,7 @@ void node::wire_services(worker_registry workers) {
   gp.workers = std::move(workers);
   gp.engine = engine_;
   gp.directory = directory;
+  gp.metrics = rdma_metrics_.get();
   auto peers = directory;
   published_port_ = gp.port;
   membership_params mship;
@@ -95,6 +115,8 @@ void node::wire_services(worker_registry workers) {
   cc.metrics = consumer_metrics_.get();
   cc.reader = make_node_rdma_reader(pool_, engine_);
   cc.rdma = rdma_metrics_.get();
+  if (engine_ && engine_.control_channel())
+    cc.channel = engine_;
   cc.copier = copier_;
   if (cfg_.warm_buffer_bytes > 0)
     cc.warm = std::make_shared<warm_buffers>(
@@ -171,7 +193,14 @@ void node::start_ucx() {
   const auto& host = cfg_.bind_host;
   if (host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1")
     setenv("UCX_NET_DEVICES", "lo", 0);
-  auto ctx = ucx_context::create();
+  // The stalled-UCX fault hook needs a worker nobody progresses for peers,
+  // which the control channel's frames would: it keeps CAF requests.
+  bool control_channel = control_channel_setting_of(cfg_.control_channel)
+                           == control_channel_setting::automatic
+                         && !cfg_.test_stall_ucx;
+  ucx_context_config ucfg;
+  ucfg.active_messages = control_channel; // the control channel's frames
+  auto ctx = ucx_context::create(ucfg);
   if (!ctx) {
     spdlog::warn("UCX unavailable, the RDMA path is off: {}", ctx.error_message());
     return;
@@ -188,6 +217,10 @@ void node::start_ucx() {
   if (cfg_.ep_idle_timeout_ms > 0)
     es.ep_idle_timeout = std::chrono::milliseconds{cfg_.ep_idle_timeout_ms};
   es.eager_endpoints = cfg_.eager_endpoints;
+  es.control_channel = control_channel;
+  if (!es.control_channel)
+    spdlog::info("control channel: CAF requests only (--control-channel or "
+                 "FERRY_CONTROL_CHANNEL is caf)");
   // Rollback lever for the consumer's warm RDMA state (and the "before" of
   // its measurement), read once here like the kill switch.
   if (kill_switch_engaged(std::getenv("FERRY_RDMA_WARM_DISABLE"))) {

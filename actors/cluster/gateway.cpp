@@ -10,9 +10,12 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 #include <nlohmann/json.hpp>
+#include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster/probe_runner.hpp"
+#include "actors/rdma/rdma_metrics.hpp"
+#include "rdma/control_channel_choice.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/errors.hpp"
 
@@ -24,6 +27,11 @@ struct gateway_state {
   gateway_params params;
   std::map<uint64_t, peer_hello> peers;
   std::set<uint64_t> ucx_peers; // registered on the UCX engine
+  // The control channel: peers whose tokens the engine has (their frames
+  // are accepted), and of those the ones whose calls go by it (both
+  // engines know the pair's tokens).
+  std::set<uint64_t> control_peers;
+  std::set<uint64_t> control_ready;
   bool stopping = false;        // the node's stop began: no new work
   // Shared with the exit functor, which may run after the state is gone.
   std::shared_ptr<std::vector<caf::actor>> workers
@@ -76,9 +84,61 @@ void announce(gateway_ptr self, const peer_hello& peer) {
       self->send(caf::actor_cast<gateway_actor>(other.gateway), member_atom::value, ep);
 }
 
-void add_peer(gateway_ptr self, const peer_hello& peer) {
+/// ferry_control_channel{channel}: how many peers each channel serves.
+void update_channel_gauge(gateway_ptr self) {
+  auto* m = self->state.params.metrics;
+  if (!m)
+    return;
+  auto am = self->state.control_ready.size();
+  auto all = self->state.peers.size();
+  m->control_peers[static_cast<int>(control_channel::ucx_am)]->Set(static_cast<double>(am));
+  m->control_peers[static_cast<int>(control_channel::caf)]->Set(
+    static_cast<double>(all > am ? all - am : 0));
+}
+
+/// Whether this node's engine serves the control channel.
+bool serves_channel(gateway_ptr self) {
+  const auto& engine = self->state.params.engine;
+  return engine && engine.control_channel();
+}
+
+/// The peer's calls go by the control channel from now on.
+void control_is_ready(gateway_ptr self, uint64_t worker_id) {
+  self->state.control_ready.insert(worker_id);
+  if (auto& dir = self->state.params.directory)
+    dir->set_control_am(worker_id, true);
+  spdlog::debug("peer {:016x}: rendezvous calls over UCX active messages", worker_id);
+  update_channel_gauge(self);
+}
+
+/// Gives the engine the pair's tokens for `peer` (its frames then carry
+/// token_in, ours token_out), then calls done(bool registered).
+template <class Done>
+void register_tokens(gateway_ptr self, const peer_hello& peer, uint64_t token_out,
+                     uint64_t token_in, Done done) {
+  const auto& engine = self->state.params.engine;
+  auto wid = peer.worker_id;
+  self->request(engine.actor(), self->state.params.node->request_timeout,
+                control_peer_atom::value, wid, token_out, token_in, peer.gateway.node())
+    .then(
+      [=](bool on) mutable {
+        if (on && self->state.peers.count(wid) > 0)
+          self->state.control_peers.insert(wid);
+        done(on && self->state.peers.count(wid) > 0);
+      },
+      [=](caf::error& err) mutable {
+        spdlog::warn("control channel to peer {:016x} not set up: {}", wid, describe(err));
+        done(false);
+      });
+  engine.wake();
+}
+
+void add_peer(gateway_ptr self, peer_hello peer) {
   if (peer.worker_id == self->state.params.identity.worker_id || !peer.gateway)
     return;
+  // A hello's token is for this exchange only: not kept, not shown.
+  peer.capabilities = shown_capabilities(peer.capabilities);
+  self->state.control_ready.erase(peer.worker_id); // until this hello's tokens are in
   auto [i, added] = self->state.peers.insert_or_assign(peer.worker_id, peer);
   if (added) {
     // A client (port 0: ferry stat, get, put) comes and goes: not news.
@@ -102,6 +162,7 @@ void add_peer(gateway_ptr self, const peer_hello& peer) {
     dir->put(peer.worker_id,
              {peer.owner, self->state.ucx_peers.count(peer.worker_id) > 0,
               peer.messenger});
+  update_channel_gauge(self);
 }
 
 nlohmann::json describe_peer(const peer_hello& p) {
@@ -134,7 +195,10 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         if (auto& m = self->state.params.membership)
           caf::anon_send(m, peer_down_atom::value, i->first);
         self->state.ucx_peers.erase(i->first);
+        self->state.control_peers.erase(i->first);
+        self->state.control_ready.erase(i->first);
         peers.erase(i);
+        update_channel_gauge(self);
         return;
       }
     }
@@ -158,14 +222,55 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         spdlog::warn("{}", describe(err));
         return err;
       }
+      auto token_out = control_token_of(peer.capabilities);
       add_peer(self, peer);
-      return own_hello(self);
+      auto mine = own_hello(self);
+      if (!token_out || !serves_channel(self))
+        return mine;
+      // The channel: our engine takes the peer's frames before it hears
+      // our answer, which offers the token they must carry.
+      auto token_in = fresh_control_token();
+      auto rp = self->make_response_promise<peer_hello>();
+      register_tokens(self, peer, *token_out, token_in, [=](bool on) mutable {
+        if (on)
+          mine.capabilities.push_back(control_token_capability(token_in));
+        rp.deliver(std::move(mine));
+      });
+      return rp;
     },
-    [=](add_peer_atom, peer_hello& peer) -> caf::result<caf::ok_atom> {
+    [=](add_peer_atom, peer_hello& peer, uint64_t token_in) -> caf::result<caf::ok_atom> {
       if (auto err = check_hello(peer))
         return err;
+      auto token_out = control_token_of(peer.capabilities);
       add_peer(self, peer);
-      return caf::ok_atom::value;
+      if (!token_out || token_in == 0 || !serves_channel(self))
+        return caf::ok_atom::value;
+      // Both engines know the pair's tokens once ours does (the peer's took
+      // them before it answered): our calls go by the channel, and the
+      // peer hears that its calls to us may too.
+      auto rp = self->make_response_promise<caf::ok_atom>();
+      auto wid = peer.worker_id;
+      auto their_gateway = caf::actor_cast<gateway_actor>(peer.gateway);
+      register_tokens(self, peer, *token_out, token_in, [=](bool on) mutable {
+        if (on) {
+          control_is_ready(self, wid);
+          self->send(their_gateway, control_ready_atom::value,
+                     self->state.params.identity.worker_id);
+        }
+        rp.deliver(caf::ok_atom::value);
+      });
+      return rp;
+    },
+    [=](control_ready_atom, uint64_t worker_id) {
+      // Only the peer itself: a registered peer on the sender's node whose
+      // tokens our engine has.
+      auto sender = self->current_sender();
+      auto i = self->state.peers.find(worker_id);
+      if (!sender || i == self->state.peers.end()
+          || i->second.gateway.node() != sender->node()
+          || self->state.control_peers.count(worker_id) == 0)
+        return;
+      control_is_ready(self, worker_id);
     },
     [=](members_atom) -> caf::result<std::vector<std::string>> {
       if (!is_registered(self, self->current_sender()))

@@ -22,6 +22,8 @@
 
 namespace ferry {
 
+struct rdma_metrics;
+
 struct gateway_params {
   peer_hello identity;                        // this node; actor fields unset
   std::shared_ptr<const node_context> node;   // filled before the node publishes
@@ -35,6 +37,8 @@ struct gateway_params {
   // The membership actor (actors/cluster/membership.hpp): told of members that
   // registered or left, and of members peers push (optional).
   caf::actor membership;
+  // ferry_control_channel{channel} (optional).
+  rdma_metrics* metrics = nullptr;
   // The staging layer's state for `ferry stat` (JSON text; empty: none).
   std::function<std::string()> staging_status;
 };

@@ -19,8 +19,12 @@ namespace ferry {
 using gateway_actor = caf::typed_actor<
   // A peer introduces itself; the answer is this node's own hello.
   caf::replies_to<hello_atom, peer_hello>::with<peer_hello>,
-  // Local: record the hello a peer answered after this node connected out.
-  caf::replies_to<add_peer_atom, peer_hello>::with<caf::ok_atom>,
+  // Local: record the hello a peer answered after this node connected out,
+  // with the control-channel token this node's own hello offered (0: none).
+  caf::replies_to<add_peer_atom, peer_hello, uint64_t>::with<caf::ok_atom>,
+  // A peer's gateway: the control channel from this node to it is ready
+  // (its engine knows this node's tokens); only the peer itself counts.
+  caf::reacts_to<control_ready_atom, uint64_t>,
   // Membership (registered peers only): the HOST:PORT of every listening
   // member this node knows, and a member a peer learned of (a push).
   caf::replies_to<members_atom>::with<std::vector<std::string>>,

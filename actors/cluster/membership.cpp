@@ -1,5 +1,6 @@
 #include "actors/cluster/membership.hpp"
 
+
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -9,6 +10,7 @@
 #include "actors/cluster/member_table.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/errors.hpp"
+#include "rdma/control_channel_choice.hpp"
 
 namespace ferry {
 
@@ -123,7 +125,9 @@ void connect_and_hello(membership_ptr self, const std::string& ep, const std::st
               theirs.host = host;
               theirs.port = port;
               auto wid = theirs.worker_id;
-              self->request(self->state.gateway, timeout, add_peer_atom::value, theirs)
+              auto token_in = control_token_of(mine.capabilities).value_or(0);
+              self->request(self->state.gateway, timeout, add_peer_atom::value, theirs,
+                            token_in)
                 .then(
                   [=](caf::ok_atom) {
                     self->state.table.dialled(ep, wid, false);

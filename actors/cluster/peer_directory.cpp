@@ -14,6 +14,12 @@ void peer_directory::erase(uint64_t worker_id) {
   peers_.erase(worker_id);
 }
 
+void peer_directory::set_control_am(uint64_t worker_id, bool on) {
+  std::unique_lock<std::shared_mutex> lock{mx_};
+  if (auto i = peers_.find(worker_id); i != peers_.end())
+    i->second.control_am = on;
+}
+
 std::optional<peer_directory::entry> peer_directory::find(uint64_t worker_id) const {
   std::shared_lock<std::shared_mutex> lock{mx_};
   auto i = peers_.find(worker_id);

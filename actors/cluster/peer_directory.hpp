@@ -22,10 +22,15 @@ public:
     caf::actor owner; // the peer's owner actor (a proxy)
     bool ucx = false; // registered on this node's UCX engine
     caf::actor messenger; // the peer's messenger (a proxy)
+    // Rendezvous calls to this peer go over the control channel (UCX active
+    // messages through this node's engine) instead of CAF requests.
+    bool control_am = false;
   };
 
   void put(uint64_t worker_id, entry e);
   void erase(uint64_t worker_id);
+  /// Switches a known peer's calls to the control channel (or back).
+  void set_control_am(uint64_t worker_id, bool on);
   std::optional<entry> find(uint64_t worker_id) const;
   /// True when a registered peer lives on `node` (its owner's node).
   bool knows_node(const caf::node_id& node) const;

@@ -5,6 +5,9 @@
 #include <prometheus/histogram.h>
 #include <prometheus/registry.h>
 
+#include "rdma/control_channel_choice.hpp"
+#include "rdma/control_protocol.hpp"
+
 namespace ferry {
 
 rdma_metrics::rdma_metrics(prometheus::Registry& r) {
@@ -63,6 +66,29 @@ rdma_metrics::rdma_metrics(prometheus::Registry& r) {
                                "its arenas map (0 with no arena)")
                          .Register(r)
                          .Add({});
+  auto& peers = prometheus::BuildGauge()
+                  .Name("ferry_control_channel")
+                  .Help("Peers whose rendezvous calls travel by each control channel "
+                        "(ucx_am: UCX active messages; caf: CAF requests)")
+                  .Register(r);
+  auto& calls = prometheus::BuildCounter()
+                  .Name("ferry_control_calls_total")
+                  .Help("Rendezvous calls this node's consumers made, by control channel")
+                  .Register(r);
+  for (auto c : {control_channel::caf, control_channel::ucx_am}) {
+    control_peers[static_cast<int>(c)] = &peers.Add({{"channel", to_string(c)}});
+    control_calls[static_cast<int>(c)] = &calls.Add({{"channel", to_string(c)}});
+  }
+  static_assert(sizeof(control_dropped) / sizeof(control_dropped[0]) == control_drop_reasons);
+  auto& dropped = prometheus::BuildCounter()
+                    .Name("ferry_control_frames_dropped_total")
+                    .Help("Control frames the UCX engine dropped, by reason (malformed, "
+                          "unknown_peer, bad_token: not from a registered peer with "
+                          "the pair's token; unknown_call, wrong_peer, wrong_op: an "
+                          "answer to no call of ours; bad_error_body)")
+                    .Register(r);
+  for (size_t i = 0; i < control_drop_reasons; ++i)
+    control_dropped[i] = &dropped.Add({{"reason", to_string(static_cast<control_drop>(i))}});
 }
 
 const char* to_string(endpoint_close_reason r) {

@@ -26,6 +26,13 @@ struct rdma_metrics {
   // ferry_ucx_endpoints_closed_total{reason}, indexed by endpoint_close_reason
   prometheus::Counter* endpoints_closed[4];
   prometheus::Gauge* arena_utilization;     // ferry_rdma_arena_utilization_ratio
+  // The control channel (issue 23). ferry_control_channel{channel}: peers
+  // whose rendezvous calls go by each channel (0 caf, 1 ucx_am);
+  // ferry_control_calls_total{channel}: calls this node's consumers made;
+  // ferry_control_frames_dropped_total{reason}, indexed by control_drop.
+  prometheus::Gauge* control_peers[2];
+  prometheus::Counter* control_calls[2];
+  prometheus::Counter* control_dropped[7];
 };
 
 /// Why the UCX engine closed an endpoint (the reason label).

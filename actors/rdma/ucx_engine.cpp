@@ -13,6 +13,7 @@
 #include <prometheus/gauge.h>
 
 #include "actors/rdma/rdma_metrics.hpp"
+#include "actors/rdma/ucx_control_channel.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/errors.hpp"
 #include "rdma/endpoint_activity.hpp"
@@ -82,6 +83,19 @@ struct engine {
   uint64_t endpoints_created = 0;
   uint64_t eager_wireups_done = 0;
   uint64_t closed_by[4] = {0, 0, 0, 0}; // by endpoint_close_reason
+  // The control channel (null when off); declared last, destroyed first:
+  // its inbox's handler goes before the endpoints and the worker.
+  std::unique_ptr<ucx_control_channel> control{};
+
+  /// The control channel's sends: the endpoint to `peer` (opened when
+  /// needed), its idle clock restarted.
+  ucp_ep_h control_endpoint(uint64_t peer, std::string& why) {
+    auto* ep = endpoint_for(peer, why);
+    if (ep == nullptr)
+      return nullptr;
+    activity.finished(peer, clock_type::now());
+    return ep->native();
+  }
 
   void count_close(endpoint_close_reason why) {
     ++closed_by[static_cast<int>(why)];
@@ -105,6 +119,8 @@ struct engine {
 
   /// The peer went away: its keys, its GETs and its endpoint go.
   void forget(uint64_t worker_id) {
+    if (control)
+      control->remove_peer(worker_id);
     rkeys.invalidate_peer(worker_id);
     abandon_peer(worker_id, "the peer went away");
     retire_endpoint(worker_id, endpoint_close_reason::peer_down);
@@ -400,6 +416,9 @@ struct engine {
   /// Our descriptors out make peers' emulated GETs need our progress.
   bool serving() const { return holds > 0 && !faults.no_progress; }
   bool busy() const { return !gets.empty() || serving() || !wireups.empty(); }
+  /// The control channel has peers or calls out: UCX's events must wake
+  /// the engine, so it sleeps on the worker's event fd, not its mailbox.
+  bool listening() const { return control && control->active(); }
 
   /// How long an idle engine may sleep on its mailbox.
   std::chrono::milliseconds idle_sleep() const {
@@ -407,6 +426,18 @@ struct engine {
     if (activity.reaping() && activity.open() > 0) {
       auto until = std::chrono::ceil<std::chrono::milliseconds>(activity.next_scan()
                                                                 - clock_type::now());
+      sleep = std::clamp(until, std::chrono::milliseconds{1}, sleep);
+    }
+    return sleep;
+  }
+
+  /// How long an idle engine that listens may sleep on the event fd: until
+  /// the next call expires, at most as long as on its mailbox (a message
+  /// sent without a wake() waits that long at worst).
+  std::chrono::milliseconds listening_sleep() const {
+    auto sleep = std::min(idle_sleep(), std::chrono::milliseconds{200});
+    if (auto next = control->next_deadline()) {
+      auto until = std::chrono::ceil<std::chrono::milliseconds>(*next - clock_type::now());
       sleep = std::clamp(until, std::chrono::milliseconds{1}, sleep);
     }
     return sleep;
@@ -425,6 +456,9 @@ struct engine {
 
   /// At stop: nothing may be left for UCX to write after its memory goes.
   void teardown() {
+    if (control) // its calls fail (peer_down), then its handler goes
+      control->close();
+    control.reset();
     for (auto& g : gets) // UCX stops before the worker goes
       g.rp.deliver(make_error(errc::get_failed, "UCX engine stopped"));
     for (auto* list : {&gets, &abandoned})
@@ -459,6 +493,8 @@ struct engine {
         {"reused", w.reused},
         {"dropped", w.dropped},
         {"held_bytes", w.held_bytes}}},
+      {"control_channel",
+       control ? nlohmann::json::parse(control->stat()) : nlohmann::json(nullptr)},
       {"gets_in_flight", gets.size()},
       {"gets_abandoned", abandoned.size()},
       {"endpoints",
@@ -495,6 +531,46 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
         e->start_get(self, worker_id, std::nullopt, addr, len, rkey, std::move(dest));
       },
       [&](stat_atom) -> std::string { return e->stat(); },
+      [&](control_owner_atom, caf::actor& owner) {
+        if (e->control)
+          e->control->set_owner(std::move(owner));
+      },
+      [&](control_peer_atom, uint64_t worker_id, uint64_t token_out, uint64_t token_in,
+          caf::node_id& node) -> caf::result<bool> {
+        if (!e->control || token_out == 0 || token_in == 0)
+          return false;
+        e->control->add_peer(worker_id, {token_out, token_in}, std::move(node));
+        return true;
+      },
+      [&](control_call_atom, uint64_t worker_id, uint8_t op, std::string& body,
+          uint64_t timeout_ms) {
+        auto rp = self->make_response_promise();
+        if (!e->control || op == 0 || op > control_op_max)
+          return rp.deliver(make_error(errc::no_channel, "no control channel here"));
+        e->control->call(worker_id, static_cast<control_op>(op), body, false,
+                         std::chrono::milliseconds{timeout_ms}, rp);
+      },
+      [&](control_tell_atom, uint64_t worker_id, uint8_t op, std::string& body) {
+        if (e->control && op > 0 && op <= control_op_max)
+          e->control->call(worker_id, static_cast<control_op>(op), body, true,
+                           std::chrono::milliseconds{0}, caf::response_promise{});
+      },
+      [&](control_answer_atom, uint64_t worker_id, uint64_t call_id, uint8_t op,
+          std::string& json, chunk_bytes& bytes) {
+        if (!e->control || op == 0 || op > control_op_max)
+          return;
+        auto ctl_op = static_cast<control_op>(op);
+        std::string_view raw{bytes.data(), bytes.size()};
+        if (ctl_op == control_op::pull) // the chunk is the answer's body
+          e->control->answer(worker_id, call_id, ctl_op, raw, {});
+        else
+          e->control->answer(worker_id, call_id, ctl_op, json, raw);
+      },
+      [&](control_error_atom, uint64_t worker_id, uint64_t call_id, uint8_t op,
+          uint8_t code, std::string& text) {
+        if (e->control && op > 0 && op <= control_op_max)
+          e->control->fail(worker_id, call_id, static_cast<control_op>(op), code, text);
+      },
       [&](caf::exit_msg&) { e->running = false; },
       caf::others >> [](caf::message_view&) -> caf::result<caf::message> {
         return caf::sec::unexpected_message;
@@ -510,15 +586,30 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
     }
     e->check_wireups();
     e->reap_idle(self);
-    if (!e->busy()) {
+    if (e->control)
+      e->control->poll(self);
+    if (!e->busy() && !e->listening()) {
       // Idle: sleep on the mailbox (looking at abandoned GETs now and then,
       // waking for the idle reaper's next scan).
       handlers(e->idle_sleep());
       continue;
     }
+    if (!e->busy()) {
+      // Idle but listening: sleep on the worker's event fd (a frame, or a
+      // sender's wake()), then take the mailbox.
+      if (!e->drain_progress() && !self->has_next_message()
+          && !e->control->poll(self))
+        e->worker.wait_for_events(e->listening_sleep());
+      e->drain_progress();
+      while (self->has_next_message() && e->running)
+        handlers(std::chrono::seconds(0));
+      continue;
+    }
     if (e->drain_progress())
       e->last_motion = clock_type::now();
     bool changed = e->reap_gets();
+    if (e->control && e->control->poll(self))
+      changed = true;
     while (self->has_next_message() && e->running)
       handlers(std::chrono::seconds(0)), changed = true;
     if (changed) {
@@ -560,10 +651,20 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
   e->own_worker_id = start.worker_id;
   e->eager = start.eager_endpoints;
   e->activity = endpoint_activity{start.ep_idle_timeout};
+  if (start.control_channel) {
+    auto* raw = e.get(); // the channel lives inside the engine it calls back
+    e->control = ucx_control_channel::open(
+      e->worker, start.worker_id,
+      [raw](uint64_t peer, std::string& why) { return raw->control_endpoint(peer, why); },
+      start.metrics);
+  }
   worker_address = e->worker.address();
   auto shared_worker = e->worker.shared_native();
+  bool control = e->control != nullptr;
   auto actor = sys.spawn(engine_loop, e);
-  return ucx_engine_ref{actor, shared_worker, warm};
+  ucx_engine_ref ref{actor, shared_worker, warm};
+  ref.set_control_channel(control);
+  return ref;
 }
 
 } // namespace ferry

@@ -83,10 +83,15 @@ public:
   /// The node's warm GET destination (thread-safe), or null.
   warm_destination* warm() const { return warm_.get(); }
 
+  /// Whether the engine serves the control channel (its handler is set).
+  bool control_channel() const noexcept { return control_; }
+  void set_control_channel(bool on) noexcept { control_ = on; }
+
 private:
   caf::actor engine_;
   std::shared_ptr<ucp_worker> worker_;
   std::shared_ptr<warm_destination> warm_;
+  bool control_ = false;
 };
 
 /// Forget a peer (it went down): drop its cached remote keys, and with them
@@ -111,7 +116,20 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///     the same without a generation: unpacked for this GET alone
 ///   (ucx_forget_atom, uint64_t worker_id)  the peer went: drop its cached
 ///     keys, abandon its GETs, close its endpoint
-///   (stat_atom) -> std::string  JSON: rkey_cache {hits, unpacks, evictions,
+///   (control_owner_atom, caf::actor owner)  where peers' control-channel
+///     calls go
+///   (control_peer_atom, uint64_t worker_id, uint64_t token_out,
+///    uint64_t token_in, caf::node_id node) -> bool  a peer's pair tokens
+///     (its hello); false when the channel is off here
+///   (control_call_atom, uint64_t worker_id, uint8_t op, std::string body,
+///    uint64_t timeout_ms) -> (chunk_bytes body, chunk_bytes payload)  a
+///     call to the peer's owner over the channel (errors: the owner's,
+///     request_timeout, peer_down, not_registered without a channel)
+///   (control_tell_atom, uint64_t worker_id, uint8_t op, std::string body)
+///     a one-way call
+///   (control_answer_atom, ...), (control_error_atom, ...)  the owner's
+///     answer to a peer's call (actors/rendezvous/owner_interface.hpp)
+///   (stat_atom) -> std::string  JSON: control_channel (null when off), rkey_cache {hits, unpacks, evictions,
 ///     invalidations, entries, bytes}, warm_destination {kept, reused,
 ///     dropped, held_bytes}, gets_in_flight, gets_abandoned, endpoints
 ///     {open, created, eager_wireups, wireups_pending, idle_timeout_ms,
@@ -132,6 +150,9 @@ struct ucx_engine_start {
   std::optional<std::chrono::milliseconds> ep_idle_timeout;
   // Wire up at the peer's hello instead of at its first GET.
   bool eager_endpoints = false;
+  // Serve the control channel (rdma/control_protocol.hpp): rendezvous calls
+  // to and from peers registered with their pair tokens as active messages.
+  bool control_channel = false;
 
   /// Every GET unpacks its key and no destination is kept.
   void disable_warm_state() {

@@ -31,6 +31,7 @@ struct consumer_state {
   std::optional<transfer> rules; // the get's state machine
   data_handle handle;
   owner_actor owner;
+  owner_route route; // how calls reach it: CAF requests or the control channel
   caf::actor_addr caller; // who asked for this get (monitored)
   caf::response_promise rp;
   // Where the bytes go (see transfer::into): a fresh buffer, a caller's
@@ -295,23 +296,22 @@ void alloc_destination(consumer_ptr self, const transfer::alloc_destination& a) 
 void send_pull(consumer_ptr self, const transfer::send_pull& p) {
   auto& st = self->state;
   auto seq = st.get_seq;
-  self
-    ->request(st.owner, st.ctx.cfg.request_timeout, rv_pull_atom::value,
-              encode(rv_pull_request{p.transfer_id, p.index}))
-    .then(
-      [=](const chunk_bytes& chunk) {
-        auto& st = self->state;
-        if (st.get_seq != seq || st.done)
-          return;
-        st.chunk = &chunk;
-        apply(self, st.rules->on_chunk(p.index, chunk.size()));
-        self->state.chunk = nullptr;
-      },
-      [=](caf::error& err) {
-        auto& st = self->state;
-        if (st.get_seq == seq && !st.done)
-          apply(self, st.rules->on_error(std::move(err)));
-      });
+  call_owner_pull(
+    self, st.route, st.ctx.cfg.request_timeout,
+    encode(rv_pull_request{p.transfer_id, p.index}),
+    [=](const chunk_bytes& chunk) {
+      auto& st = self->state;
+      if (st.get_seq != seq || st.done)
+        return;
+      st.chunk = &chunk;
+      apply(self, st.rules->on_chunk(p.index, chunk.size()));
+      self->state.chunk = nullptr;
+    },
+    [=](caf::error& err) {
+      auto& st = self->state;
+      if (st.get_seq == seq && !st.done)
+        apply(self, st.rules->on_error(std::move(err)));
+    });
 }
 
 /// The acquire's answer (with the bytes of an eager one) as an event.
@@ -333,37 +333,32 @@ void on_acquire_answer(consumer_ptr self, uint64_t seq, const std::string& body,
 void send_acquire(consumer_ptr self, rv_acquire_request req) {
   auto& st = self->state;
   auto seq = st.get_seq;
-  auto failed = [=](caf::error& err) {
-    auto& st = self->state;
-    if (st.get_seq == seq && !st.done)
+  bool eager = req.eager_max > 0;
+  call_owner_acquire(
+    self, st.route, st.ctx.cfg.request_timeout, encode(req), eager,
+    [=](std::string& body, const chunk_bytes* bytes) {
+      on_acquire_answer(self, seq, body, bytes);
+    },
+    [=](caf::error& err) mutable {
+      auto& st = self->state;
+      if (st.get_seq != seq || st.done)
+        return;
+      // An owner of an older ferry has no eager acquire (nothing happened
+      // there): the plain one, once.
+      if (eager && err == caf::sec::unexpected_message && !st.route.over_channel()) {
+        req.eager_max = 0;
+        return send_acquire(self, req);
+      }
       apply(self, st.rules->on_error(std::move(err)));
-  };
-  if (req.eager_max == 0) {
-    self->request(st.owner, st.ctx.cfg.request_timeout, rv_acquire_atom::value, encode(req))
-      .then([=](std::string& body) { on_acquire_answer(self, seq, body, nullptr); }, failed);
-    return;
-  }
-  self->request(st.owner, st.ctx.cfg.request_timeout, rv_acquire_eager_atom::value, encode(req))
-    .then(
-      [=](std::string& body, chunk_bytes& bytes) { on_acquire_answer(self, seq, body, &bytes); },
-      [=](caf::error& err) mutable {
-        // An owner of an older ferry has no eager acquire (nothing happened
-        // there): the plain one, once.
-        if (err == caf::sec::unexpected_message && self->state.get_seq == seq
-            && !self->state.done) {
-          req.eager_max = 0;
-          return send_acquire(self, req);
-        }
-        failed(err);
-      });
+    });
 }
 
 /// One-way control messages to the owner (a lost one is harmless: a
 /// renewal is repeated, a detach or hold left undone ends with the lease's
 /// deadline or its node).
 template <class Atom, class Body>
-void tell_owner(consumer_ptr self, Atom atom, const Body& body) {
-  caf::anon_send(self->state.owner, atom, encode(body));
+void tell(consumer_ptr self, Atom atom, const Body& body) {
+  tell_owner(self->state.route, atom, encode(body));
 }
 
 void apply(consumer_ptr self, transfer::commands cmds) {
@@ -390,22 +385,22 @@ void apply(consumer_ptr self, transfer::commands cmds) {
         } else if constexpr (std::is_same_v<T, transfer::schedule_renewal>) {
           self->delayed_send(self, c.period, tick_atom::value, st.get_seq);
         } else if constexpr (std::is_same_v<T, transfer::send_renew>) {
-          tell_owner(self, rv_lease_renew_atom::value,
-                     rv_lease_renew_request{st.handle, c.lease_id});
+          tell(self, rv_lease_renew_atom::value,
+               rv_lease_renew_request{st.handle, c.lease_id});
         } else if constexpr (std::is_same_v<T, transfer::send_detach>) {
-          tell_owner(self, rv_detach_atom::value,
-                     rv_detach_request{st.handle, c.lease_id});
+          tell(self, rv_detach_atom::value,
+               rv_detach_request{st.handle, c.lease_id});
         } else if constexpr (std::is_same_v<T, transfer::send_release>) {
-          tell_owner(self, rv_release_atom::value,
-                     rv_release_request{st.handle, c.lease_id});
+          tell(self, rv_release_atom::value,
+               rv_release_request{st.handle, c.lease_id});
         } else if constexpr (std::is_same_v<T, transfer::send_hold>) {
           // Deferred through the consumer service when the bound allows
           // (most callers end the lease sooner: no message at all).
           if (st.ctx.recycle_to && c.within >= min_hold_deferral) {
             st.hold_later = c;
           } else {
-            tell_owner(self, rv_lease_renew_atom::value,
-                       rv_lease_renew_request{st.handle, c.lease_id, true});
+            tell(self, rv_lease_renew_atom::value,
+                 rv_lease_renew_request{st.handle, c.lease_id, true});
             if (auto* m = st.ctx.metrics)
               m->holds_sent->Increment();
           }
@@ -439,12 +434,13 @@ void apply(consumer_ptr self, transfer::commands cmds) {
     recycle(self);
 }
 
-void on_owner(consumer_ptr self, caf::actor owner, bool ucx_peer) {
+void on_owner(consumer_ptr self, owner_route route, bool ucx_peer) {
   auto& st = self->state;
   if (st.done)
     return;
-  st.owner = caf::actor_cast<owner_actor>(owner);
-  self->monitor(owner);
+  st.owner = route.owner;
+  st.route = std::move(route);
+  self->monitor(st.owner);
   transfer::params p;
   p.handle = st.handle;
   p.dest = st.into;
@@ -487,7 +483,7 @@ void start(consumer_ptr self, const data_handle& h) {
   });
   find_owner(
     self, st.ctx, h.owner(),
-    [=](caf::actor owner, bool ucx_peer) { on_owner(self, std::move(owner), ucx_peer); },
+    [=](owner_route route, bool ucx_peer) { on_owner(self, std::move(route), ucx_peer); },
     [=](caf::error& err) {
       if (!self->state.done)
         fail(self, std::move(err));

@@ -31,6 +31,7 @@
 
 #include "actors/cluster/gateway_interface.hpp"
 #include "actors/cluster/peer_directory.hpp"
+#include "actors/rdma/ucx_engine.hpp"
 #include "actors/rdma/rdma_reader.hpp"
 #include "actors/rendezvous/consumer_config.hpp"
 #include "actors/rendezvous/owner_interface.hpp"
@@ -53,6 +54,9 @@ struct consumer_context {
   // The RDMA path (null without UCX): destination blocks and GETs.
   std::shared_ptr<rdma_reader> reader;
   rdma_metrics* rdma = nullptr;
+  // The UCX engine when it serves the control channel: calls to a peer the
+  // directory marks control_am go through it (actors/rendezvous/owner_route.hpp).
+  ucx_engine_ref channel;
   // Copies a finished GET out of its destination off this actor's thread
   // (actors/rendezvous/bulk_copier.hpp); empty: copies run inline.
   caf::actor copier;

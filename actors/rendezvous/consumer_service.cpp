@@ -90,10 +90,11 @@ void call_owner(service_ptr self, Promise rp, const data_handle& h, Atom atom,
   auto timeout = self->state.ctx.cfg.request_timeout;
   find_owner(
     self, self->state.ctx, h.owner(),
-    [=](caf::actor owner, bool) mutable {
-      self->request(caf::actor_cast<owner_actor>(owner), timeout, atom, encode(req))
-        .then([=](std::string& body) mutable { on_body(rp, body); },
-              [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+    [=](owner_route route, bool) mutable {
+      call_owner_json(
+        self, route, timeout, atom, encode(req),
+        [=](std::string& body) mutable { on_body(rp, body); },
+        [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
     },
     [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }

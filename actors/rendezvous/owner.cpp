@@ -21,6 +21,7 @@
 #include "actors/rendezvous/owner_metrics.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
 #include "actors/rendezvous/slot_store.hpp"
+#include "protocol/control_frame.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
@@ -46,6 +47,9 @@ struct owner_state {
   lease_reaper_actor reaper;
   bool reaper_armed = false; // until a sweep reports no deadline left
   std::vector<caf::typed_response_promise<chunk_bytes>> stalled; // test hook
+  // While a call that came over the control channel is answered: the node
+  // it was made on behalf of (the engine names it; there is no CAF sender).
+  std::optional<caf::node_id> calling_node;
   static inline const char* name = "ferry.owner";
 };
 
@@ -98,6 +102,8 @@ void sync_holds(owner_ptr self) {
 /// watching one of its actors so a dropped connection is noticed even for
 /// a node that never said hello.
 uint64_t holder_of_sender(owner_ptr self) {
+  if (const auto& node = self->state.calling_node) // the gateway's peer_down ends it
+    return *node == self->node() ? 0 : self->state.holders.id_for(*node);
   const auto& sender = self->current_sender();
   if (!sender || sender->node() == self->node())
     return 0;
@@ -113,7 +119,9 @@ uint64_t holder_of_sender(owner_ptr self) {
 caf::error refuse_stranger(owner_ptr self) {
   const auto& peers = self->state.rdma.peers;
   const auto& sender = self->current_sender();
-  if (!peers || !sender || sender->node() == self->node() || peers->knows_node(sender->node()))
+  auto node = self->state.calling_node ? *self->state.calling_node
+                                       : sender ? sender->node() : caf::node_id{};
+  if (!peers || node == caf::node_id{} || node == self->node() || peers->knows_node(node))
     return caf::none;
   return make_error(errc::not_registered,
                     "rendezvous calls are answered to registered peers only");
@@ -292,6 +300,206 @@ void after_acquire(owner_ptr self, bool rdma) {
   if (rdma)
     sync_holds(self);
   update_gauges(self);
+}
+
+// -- the rendezvous calls' answers ------------------------------------------
+// The same functions answer a call whichever channel carried it: a CAF
+// request (the handlers below) or the control channel (answer_channel_call).
+
+caf::expected<std::string> answer_metadata(owner_ptr self, const std::string& body) {
+  if (auto err = refuse_stranger(self))
+    return err;
+  auto req = decode<rv_metadata_request>(body);
+  if (!req)
+    return req.error();
+  auto md = self->state.store.metadata(req->handle);
+  if (!md)
+    return md.error();
+  return encode(*md);
+}
+
+caf::expected<chunk_bytes> answer_pull(owner_ptr self, const std::string& body) {
+  if (auto err = refuse_stranger(self))
+    return err;
+  auto req = decode<rv_pull_request>(body);
+  if (!req)
+    return req.error();
+  auto chunk = self->state.store.pull(req->transfer_id, req->index, now(self));
+  if (!chunk)
+    return chunk.error();
+  if (auto* m = self->state.metrics) {
+    m->chunks_served->Increment();
+    m->bytes_served->Increment(static_cast<double>(chunk->size()));
+  }
+  return chunk;
+}
+
+#ifdef FERRY_TEST_HOOKS
+/// Test hook: whether this pull is one the test wants never answered.
+bool stalls(owner_ptr self, const std::string& body) {
+  if (refuse_stranger(self))
+    return false;
+  auto req = decode<rv_pull_request>(body);
+  return req && req->index >= self->state.cfg.stall_pulls_from
+         && self->state.store.pull(req->transfer_id, req->index, now(self));
+}
+#endif
+
+caf::expected<std::string> answer_ref(owner_ptr self, const std::string& body) {
+  if (auto err = refuse_stranger(self))
+    return err;
+  auto req = decode<rv_ref_request>(body);
+  if (!req)
+    return req.error();
+  auto count = self->state.store.ref(req->handle);
+  if (!count)
+    return count.error();
+  return encode(rv_ref_response{*count});
+}
+
+caf::expected<std::string> answer_detach(owner_ptr self, const std::string& body) {
+  if (auto err = refuse_stranger(self))
+    return err;
+  auto req = decode<rv_detach_request>(body);
+  if (!req)
+    return req.error();
+  if (auto err = self->state.store.detach(req->handle, req->lease_id))
+    return err;
+  sync_holds(self);
+  update_gauges(self);
+  return std::string{"{}"};
+}
+
+caf::expected<std::string> answer_release(owner_ptr self, const std::string& body) {
+  if (auto err = refuse_stranger(self))
+    return err;
+  auto req = decode<rv_release_request>(body);
+  if (!req)
+    return req.error();
+  auto resp = self->state.store.release(req->handle, req->lease_id);
+  if (!resp)
+    return resp.error();
+  sync_holds(self);
+  update_gauges(self);
+  return encode(*resp);
+}
+
+caf::expected<std::string> answer_renew(owner_ptr self, const std::string& body) {
+  if (auto err = refuse_stranger(self))
+    return err;
+  auto req = decode<rv_lease_renew_request>(body);
+  if (!req)
+    return req.error();
+  if (req->held) {
+    if (auto err = self->state.store.hold(req->handle, req->lease_id))
+      return err;
+    sync_holds(self);
+    return std::string{"{}"};
+  }
+  if (auto err = self->state.store.renew(req->handle, req->lease_id, now(self)))
+    return err;
+  return std::string{"{}"};
+}
+
+/// A call that came over the control channel, as the engine hands it over.
+struct channel_call {
+  uint64_t peer = 0;    // the caller's worker id
+  uint64_t call_id = 0; // the caller's
+  uint8_t op = 0;       // control_op
+  bool one_way = false; // no answer goes back
+  caf::node_id node;    // the caller's node: its leases are attributed to it
+};
+
+/// What a channel call's answer carries: the JSON answer and, for a pull,
+/// the chunk (an eager acquire: the payload beside the JSON).
+struct channel_answer {
+  caf::error error;
+  std::string json;
+  chunk_bytes bytes;
+  bool acquired = false; // an acquire was answered
+  bool rdma = false;     // ... with a descriptor
+};
+
+channel_answer from(caf::expected<std::string> r) {
+  channel_answer a;
+  if (r)
+    a.json = std::move(*r);
+  else
+    a.error = std::move(r.error());
+  return a;
+}
+
+channel_answer dispatch_channel_call(owner_ptr self, control_op op, const std::string& body) {
+  switch (op) {
+    case control_op::metadata:
+      return from(answer_metadata(self, body));
+    case control_op::acquire: {
+      // The channel has one acquire: eager whenever the body asks (eager_max).
+      auto out = decide_acquire(self, body, true);
+      channel_answer a;
+      a.error = std::move(out.error);
+      if (!a.error) {
+        a.json = encode(out.answer);
+        a.bytes = std::move(out.eager);
+        a.acquired = true;
+        a.rdma = out.rdma;
+      }
+      return a;
+    }
+    case control_op::pull: {
+      channel_answer a;
+      auto chunk = answer_pull(self, body);
+      if (chunk)
+        a.bytes = std::move(*chunk);
+      else
+        a.error = std::move(chunk.error());
+      return a;
+    }
+    case control_op::ref:
+      return from(answer_ref(self, body));
+    case control_op::detach:
+      return from(answer_detach(self, body));
+    case control_op::release:
+      return from(answer_release(self, body));
+    case control_op::lease_renew:
+      return from(answer_renew(self, body));
+  }
+  channel_answer a;
+  a.error = make_error(errc::protocol_violation, "unknown control op");
+  return a;
+}
+
+/// Answers a call the UCX engine took off the control channel: attributed
+/// to the caller's node, answered by the same functions as a CAF request,
+/// and the answer handed back to the engine (none for a one-way call).
+void answer_channel_call(owner_ptr self, const channel_call& c, const std::string& body) {
+  const auto& sender = self->current_sender();
+  const auto& engine = self->state.rdma.engine;
+  if (!sender || sender->node() != self->node() || !engine)
+    return; // only this node's engine hands over channel calls
+  if (c.op == 0 || c.op > control_op_max || c.node == caf::node_id{})
+    return;
+  self->state.calling_node = c.node;
+#ifdef FERRY_TEST_HOOKS
+  if (static_cast<control_op>(c.op) == control_op::pull && stalls(self, body)) {
+    self->state.calling_node.reset();
+    return; // the test wants it never answered
+  }
+#endif
+  auto a = dispatch_channel_call(self, static_cast<control_op>(c.op), body);
+  self->state.calling_node.reset();
+  if (!c.one_way) {
+    if (a.error) {
+      auto [code, text] = code_and_text(a.error);
+      caf::anon_send(engine.actor(), control_error_atom::value, c.peer, c.call_id, c.op,
+                     static_cast<uint8_t>(code), std::move(text));
+    } else
+      caf::anon_send(engine.actor(), control_answer_atom::value, c.peer, c.call_id, c.op,
+                     std::move(a.json), std::move(a.bytes));
+    engine.wake();
+  }
+  if (a.acquired)
+    after_acquire(self, a.rdma);
 }
 
 /// The reaper ticks for chunked deadlines and TTLs (sweep_period) and, with
@@ -492,15 +700,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
   });
   return {
     [=](rv_metadata_atom, const std::string& body) -> caf::result<std::string> {
-      if (auto err = refuse_stranger(self))
-        return err;
-      auto req = decode<rv_metadata_request>(body);
-      if (!req)
-        return req.error();
-      auto md = self->state.store.metadata(req->handle);
-      if (!md)
-        return md.error();
-      return encode(*md);
+      return answer_metadata(self, body);
     },
     [=](rv_acquire_atom, const std::string& body) -> caf::result<std::string> {
       auto out = decide_acquire(self, body, false);
@@ -527,26 +727,16 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return rp;
     },
     [=](rv_pull_atom, const std::string& body) -> caf::result<chunk_bytes> {
-      if (auto err = refuse_stranger(self))
-        return err;
-      auto req = decode<rv_pull_request>(body);
-      if (!req)
-        return req.error();
-      auto chunk = self->state.store.pull(req->transfer_id, req->index,
-                                          now(self));
-      if (!chunk)
-        return chunk.error();
 #ifdef FERRY_TEST_HOOKS
-      if (req->index >= self->state.cfg.stall_pulls_from) {
+      if (stalls(self, body)) {
         auto rp = self->make_response_promise<chunk_bytes>();
         self->state.stalled.push_back(rp);
         return rp;
       }
 #endif
-      if (auto* m = self->state.metrics) {
-        m->chunks_served->Increment();
-        m->bytes_served->Increment(static_cast<double>(chunk->size()));
-      }
+      auto chunk = answer_pull(self, body);
+      if (!chunk)
+        return std::move(chunk.error());
       return std::move(*chunk);
     },
     [=](unstage_atom, const data_handle& h) -> caf::result<bool> {
@@ -560,58 +750,21 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return *freed;
     },
     [=](rv_ref_atom, const std::string& body) -> caf::result<std::string> {
-      if (auto err = refuse_stranger(self))
-        return err;
-      auto req = decode<rv_ref_request>(body);
-      if (!req)
-        return req.error();
-      auto count = self->state.store.ref(req->handle);
-      if (!count)
-        return count.error();
-      return encode(rv_ref_response{*count});
+      return answer_ref(self, body);
     },
     [=](rv_detach_atom, const std::string& body) -> caf::result<std::string> {
-      if (auto err = refuse_stranger(self))
-        return err;
-      auto req = decode<rv_detach_request>(body);
-      if (!req)
-        return req.error();
-      if (auto err = self->state.store.detach(req->handle, req->lease_id))
-        return err;
-      sync_holds(self);
-      update_gauges(self);
-      return std::string{"{}"};
+      return answer_detach(self, body);
     },
     [=](rv_release_atom, const std::string& body) -> caf::result<std::string> {
-      if (auto err = refuse_stranger(self))
-        return err;
-      auto req = decode<rv_release_request>(body);
-      if (!req)
-        return req.error();
-      auto resp = self->state.store.release(req->handle, req->lease_id);
-      if (!resp)
-        return resp.error();
-      sync_holds(self);
-      update_gauges(self);
-      return encode(*resp);
+      return answer_release(self, body);
     },
     [=](rv_lease_renew_atom,
         const std::string& body) -> caf::result<std::string> {
-      if (auto err = refuse_stranger(self))
-        return err;
-      auto req = decode<rv_lease_renew_request>(body);
-      if (!req)
-        return req.error();
-      if (req->held) {
-        if (auto err = self->state.store.hold(req->handle, req->lease_id))
-          return err;
-        sync_holds(self);
-        return std::string{"{}"};
-      }
-      if (auto err = self->state.store.renew(req->handle, req->lease_id,
-                                             now(self)))
-        return err;
-      return std::string{"{}"};
+      return answer_renew(self, body);
+    },
+    [=](control_call_atom, uint64_t peer, uint64_t call_id, uint8_t op, bool one_way,
+        const caf::node_id& node, const std::string& body) {
+      answer_channel_call(self, channel_call{peer, call_id, op, one_way, node}, body);
     },
     [=](register_atom, byte_buffer& bytes, uint64_t ttl_ms) -> data_handle {
       return stage_plain(self, std::move(bytes), ttl_ms);

@@ -30,6 +30,12 @@ using owner_actor = caf::typed_actor<
   caf::replies_to<rv_detach_atom, std::string>::with<std::string>,
   caf::replies_to<rv_release_atom, std::string>::with<std::string>,
   caf::replies_to<rv_lease_renew_atom, std::string>::with<std::string>,
+  // A call that came over the control channel, from this node's UCX engine:
+  // (peer worker id, call id, control_op, one-way, the peer's node, body).
+  // The answer goes back to the engine as control_answer_atom (JSON, bytes)
+  // or control_error_atom (code, text); none to a one-way call.
+  caf::reacts_to<control_call_atom, uint64_t, uint64_t, uint8_t, bool, caf::node_id,
+                 std::string>,
   // Stages bytes; the second argument is a time-to-live in ms (0: none).
   caf::replies_to<register_atom, byte_buffer, uint64_t>::with<data_handle>,
   // Stages bytes in registered memory (one copy) when it can, else in plain

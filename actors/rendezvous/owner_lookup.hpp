@@ -11,21 +11,34 @@
 #include <caf/error.hpp>
 
 #include "actors/rendezvous/consumer.hpp"
+#include "actors/rendezvous/owner_route.hpp"
 #include "protocol/atoms.hpp"
 
 namespace ferry {
 
-/// Calls on_owner(caf::actor owner, bool ucx_peer) or on_error(caf::error&),
-/// at once on a directory hit, else when the gateway answers.
+/// Calls on_owner(owner_route route, bool ucx_peer) or on_error(caf::error&),
+/// at once on a directory hit, else when the gateway answers. The route
+/// takes the control channel when the directory says the peer's calls go
+/// by it; a gateway's answer (this node, or a peer not in the directory)
+/// routes CAF requests.
 template <class Self, class OnOwner, class OnError>
 void find_owner(Self* self, const consumer_context& ctx, uint64_t worker_id,
                 OnOwner on_owner, OnError on_error) {
+  auto route = [&ctx, worker_id](caf::actor owner, bool control_am) {
+    owner_route r{caf::actor_cast<owner_actor>(std::move(owner)), {}, worker_id, ctx.rdma};
+    if (control_am && ctx.channel)
+      r.channel = ctx.channel;
+    return r;
+  };
   if (ctx.peers)
     if (auto known = ctx.peers->find(worker_id))
-      return on_owner(std::move(known->owner), known->ucx);
+      return on_owner(route(std::move(known->owner), known->control_am), known->ucx);
+  auto metrics = ctx.rdma;
   self->request(ctx.directory, ctx.cfg.request_timeout, lookup_atom::value, worker_id)
     .then([=](caf::actor& owner, bool ucx_peer) mutable {
-            on_owner(std::move(owner), ucx_peer);
+            on_owner(owner_route{caf::actor_cast<owner_actor>(std::move(owner)), {},
+                                 worker_id, metrics},
+                     ucx_peer);
           },
           [=](caf::error& err) mutable { on_error(err); });
 }

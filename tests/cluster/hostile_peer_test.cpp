@@ -324,7 +324,10 @@ struct HostileOwner : ::testing::Test {
           h.owner = o;
           return h;
         },
-        [=](add_peer_atom, peer_hello&) -> caf::result<caf::ok_atom> { return refuse(); },
+        [=](add_peer_atom, peer_hello&, uint64_t) -> caf::result<caf::ok_atom> {
+          return refuse();
+        },
+        [=](control_ready_atom, uint64_t) {},
         [=](members_atom) -> caf::result<std::vector<std::string>> { return refuse(); },
         [=](member_atom, const std::string&) {},
         [=](ucx_goodbye_atom, uint64_t) {},

@@ -499,6 +499,35 @@ TEST(ControlProtocol, a_removed_peer_fails_its_calls_and_is_heard_no_more) {
   EXPECT_EQ(std::get<control_call_refusal>(refused), control_call_refusal::unknown_peer);
 }
 
+TEST(ControlProtocol, crossing_hellos_leave_both_sides_able_to_call) {
+  // A dials B (tokens 0x1B for frames to B, 0x1A for frames to A) while B
+  // dials A (0x2B, 0x2A); A hears its own dial's answer last, B its own.
+  protocol a{node_a, 1000};
+  protocol b{node_b, 5000};
+  a.add_peer(node_b, {0x2B, 0x2A}); // B's dial, answered by A's gateway
+  a.add_peer(node_b, {0x1B, 0x1A}); // A's own dial's answer
+  b.add_peer(node_a, {0x1A, 0x1B});
+  b.add_peer(node_a, {0x2A, 0x2B});
+  auto to_b = sent(a.call_peer(node_b, control_op::metadata, "{}", false, at(100), "a"));
+  auto at_b = b.receive(to_b.frame, max_code);
+  auto& call = as<protocol::incoming_call>(at_b);
+  auto back = b.answer_frame(call, "ok");
+  ASSERT_TRUE(back);
+  auto got = a.receive(*back, max_code);
+  EXPECT_EQ(as<protocol::answer>(got).completed.waiter, "a");
+  auto to_a = sent(b.call_peer(node_a, control_op::metadata, "{}", false, at(100), "b"));
+  EXPECT_TRUE(std::holds_alternative<protocol::incoming_call>(a.receive(to_a.frame, max_code)));
+  // Only the last max_tokens_in hellos' tokens count.
+  for (uint64_t t = 0; t < protocol::max_tokens_in; ++t)
+    b.add_peer(node_a, {0x100 + t, 0x200 + t});
+  auto stale = sent(a.call_peer(node_b, control_op::metadata, "{}", false, at(100), "old"));
+  auto dropped = b.receive(stale.frame, max_code);
+  EXPECT_EQ(as<protocol::dropped>(dropped).why, control_drop::bad_token);
+  a.add_peer(node_b, {0x200, 0x100});
+  auto fresh = sent(a.call_peer(node_b, control_op::metadata, "{}", false, at(100), "new"));
+  EXPECT_TRUE(std::holds_alternative<protocol::incoming_call>(b.receive(fresh.frame, max_code)));
+}
+
 TEST(ControlProtocol, calls_over_a_bound_are_refused_before_anything_is_sent) {
   protocol a{node_a, 1, control_calls_limits{2, 1}};
   a.add_peer(node_b, {1, 2});
@@ -517,4 +546,20 @@ TEST(ControlProtocol, calls_over_a_bound_are_refused_before_anything_is_sent) {
   EXPECT_EQ(a.expire(at(10)).size(), 2u);
   EXPECT_STREQ(to_string(control_call_refusal::too_many), "too_many");
   EXPECT_STREQ(to_string(control_drop::bad_token), "bad_token");
+}
+
+TEST(ControlChannelTokens, a_hello_offers_its_token_once_and_shows_none) {
+  auto t = fresh_control_token();
+  ASSERT_NE(t, 0u);
+  EXPECT_NE(fresh_control_token(), t);
+  auto cap = control_token_capability(0x00ab00cd00ef0012);
+  EXPECT_EQ(cap, "ucx_am:00ab00cd00ef0012");
+  std::vector<std::string> caps{"chunked", "ucx", cap};
+  EXPECT_EQ(control_token_of(caps), 0x00ab00cd00ef0012u);
+  EXPECT_EQ(shown_capabilities(caps), (std::vector<std::string>{"chunked", "ucx", "ucx_am"}));
+  // What a peer may not offer: no token, a zero one, the wrong length or digits.
+  for (const char* bad : {"ucx_am", "ucx_am:", "ucx_am:0000000000000000", "ucx_am:abc",
+                          "ucx_am:00AB00CD00EF0012", "ucx_am:00ab00cd00ef00123",
+                          "ucx_am:00ab00cd00ef001g"})
+    EXPECT_FALSE(control_token_of({"chunked", bad})) << bad;
 }

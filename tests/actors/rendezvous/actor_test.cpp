@@ -116,7 +116,7 @@ TEST_F(ActorChunked, TheGatewayKeepsThePeerDirectoryInStep) {
   hello.worker_id = peer;
   hello.gateway = peer_gateway;
   hello.owner = caf::actor_cast<caf::actor>(ctx->owner);
-  auto added = call<caf::ok_atom>(gw, add_peer_atom::value, hello);
+  auto added = call<caf::ok_atom>(gw, add_peer_atom::value, hello, uint64_t{0});
   ASSERT_TRUE(added.values) << describe(added.error);
   auto known = peers->find(peer);
   ASSERT_TRUE(known);

@@ -1,0 +1,193 @@
+#include "actors/rdma/ucx_control_channel.hpp"
+
+#include <random>
+
+#include <caf/blocking_actor.hpp>
+#include <caf/sec.hpp>
+#include <nlohmann/json.hpp>
+#include <prometheus/counter.h>
+#include <spdlog/spdlog.h>
+
+#include "actors/rdma/rdma_metrics.hpp"
+#include "protocol/atoms.hpp"
+#include "protocol/errors.hpp"
+
+namespace ferry {
+
+namespace {
+
+/// Call ids start at a random value per process: a restarted node never
+/// matches a late answer meant for its former self.
+uint64_t random_first_call_id() {
+  std::random_device rd;
+  uint64_t id = (static_cast<uint64_t>(rd()) << 32) ^ rd();
+  return id == 0 ? 1 : id;
+}
+
+} // namespace
+
+std::unique_ptr<ucx_control_channel>
+ucx_control_channel::open(const ucx_worker& worker, uint64_t own_worker_id,
+                          endpoint_lookup endpoints, rdma_metrics* metrics) {
+  auto inbox = ucx_am_inbox::listen(worker, control_am_id);
+  if (!inbox) {
+    spdlog::warn("control channel: no active-message handler: {}", inbox.error_message());
+    return nullptr;
+  }
+  return std::unique_ptr<ucx_control_channel>{
+    new ucx_control_channel(std::move(*inbox), own_worker_id, std::move(endpoints), metrics)};
+}
+
+ucx_control_channel::ucx_control_channel(std::unique_ptr<ucx_am_inbox> inbox, uint64_t own,
+                                         endpoint_lookup endpoints, rdma_metrics* metrics)
+  : inbox_(std::move(inbox)),
+    protocol_(own, random_first_call_id()),
+    endpoints_(std::move(endpoints)),
+    metrics_(metrics) {}
+
+void ucx_control_channel::add_peer(uint64_t peer, control_pair_tokens tokens,
+                                   caf::node_id node) {
+  protocol_.add_peer(peer, tokens);
+  nodes_[peer] = std::move(node);
+}
+
+void ucx_control_channel::remove_peer(uint64_t peer) {
+  if (nodes_.erase(peer) == 0)
+    return;
+  for (auto& c : protocol_.remove_peer(peer))
+    c.waiter.deliver(make_error(errc::peer_down, "the peer went away"));
+}
+
+void ucx_control_channel::close() {
+  std::vector<uint64_t> peers;
+  for (const auto& [peer, node] : nodes_)
+    peers.push_back(peer);
+  for (auto peer : peers)
+    remove_peer(peer);
+}
+
+void ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame) {
+  std::string why;
+  auto ep = endpoints_(peer, why);
+  if (ep == nullptr) {
+    ++sends_.failed; // a call's caller sees its deadline pass
+    spdlog::debug("control channel: no endpoint to worker {:016x}: {}", peer, why);
+    return;
+  }
+  if (auto st = post_am(ep, control_am_id, std::move(frame), false, &sends_); !st)
+    spdlog::debug("control channel: send to worker {:016x}: {}", peer, st.error_message());
+}
+
+void ucx_control_channel::call(uint64_t peer, control_op op, std::string_view body,
+                               bool one_way, std::chrono::milliseconds timeout,
+                               caf::response_promise rp) {
+  auto deadline = clock_type::now() + timeout;
+  // A one-way call's promise is answered at once: nothing waits on it.
+  auto made = protocol_.call_peer(peer, op, body, one_way, deadline,
+                                  one_way ? caf::response_promise{} : rp);
+  if (auto* refused = std::get_if<control_call_refusal>(&made)) {
+    auto code = *refused == control_call_refusal::too_many ? errc::resource_exhausted
+                : *refused == control_call_refusal::unknown_peer ? errc::no_channel
+                                                                 : errc::payload_too_large;
+    if (rp.pending())
+      rp.deliver(make_error(code, std::string{"control channel: "} + to_string(*refused)));
+    return;
+  }
+  send(peer, std::move(std::get<protocol::outgoing>(made).frame));
+  if (one_way && rp.pending())
+    rp.deliver(chunk_bytes{}, chunk_bytes{});
+}
+
+void ucx_control_channel::answer(uint64_t peer, uint64_t call_id, control_op op,
+                                 std::string_view body, std::string_view payload) {
+  protocol::incoming_call c;
+  c.peer = peer;
+  c.call_id = call_id;
+  c.op = op;
+  auto frame = protocol_.answer_frame(c, body, payload);
+  if (!frame) // a peer gone since, or an answer over the frame's bounds
+    frame = protocol_.error_frame(c, static_cast<uint8_t>(errc::payload_too_large),
+                                  "the answer does not fit a control frame");
+  if (frame)
+    send(peer, std::move(*frame));
+}
+
+void ucx_control_channel::fail(uint64_t peer, uint64_t call_id, control_op op, uint8_t code,
+                               std::string_view text) {
+  protocol::incoming_call c;
+  c.peer = peer;
+  c.call_id = call_id;
+  c.op = op;
+  if (auto frame = protocol_.error_frame(c, code, text))
+    send(peer, std::move(*frame));
+}
+
+void ucx_control_channel::handle(caf::blocking_actor* self, ucx_am_message msg) {
+  auto got = protocol_.receive(std::move(msg.bytes), static_cast<uint8_t>(errc_last));
+  if (auto* d = std::get_if<protocol::dropped>(&got)) {
+    if (metrics_ && metrics_->control_dropped[static_cast<size_t>(d->why)])
+      metrics_->control_dropped[static_cast<size_t>(d->why)]->Increment();
+    spdlog::debug("control channel: frame dropped ({})", to_string(d->why));
+    return;
+  }
+  if (auto* c = std::get_if<protocol::incoming_call>(&got)) {
+    ++calls_received_;
+    auto node = nodes_.find(c->peer);
+    if (!owner_ || node == nodes_.end())
+      return; // registered in the protocol means registered here
+    self->send(owner_, control_call_atom::value, c->peer, c->call_id,
+               static_cast<uint8_t>(c->op), c->one_way, node->second,
+               std::string{c->body()});
+    return;
+  }
+  auto& a = std::get<protocol::answer>(got);
+  ++answers_received_;
+  auto& rp = a.completed.waiter;
+  if (a.failed) {
+    rp.deliver(make_error(static_cast<errc>(a.error_code), std::string{a.body()}));
+    return;
+  }
+  // The bytes stay in the message: body and payload are views into it.
+  auto keep = std::make_shared<control_message>(std::move(a.message));
+  auto body = keep->body();
+  auto payload = keep->payload();
+  rp.deliver(chunk_bytes::view(keep, body.data(), body.size()),
+             chunk_bytes::view(keep, payload.data(), payload.size()));
+}
+
+bool ucx_control_channel::poll(caf::blocking_actor* self) {
+  bool any = false;
+  while (auto msg = inbox_->next()) {
+    handle(self, std::move(*msg));
+    any = true;
+  }
+  for (auto& c : protocol_.expire(clock_type::now())) {
+    c.waiter.deliver(caf::make_error(caf::sec::request_timeout));
+    any = true;
+  }
+  return any;
+}
+
+std::string ucx_control_channel::stat() const {
+  nlohmann::json dropped = nlohmann::json::object();
+  for (size_t i = 0; i < control_drop_reasons; ++i) {
+    auto why = static_cast<control_drop>(i);
+    dropped[to_string(why)] = protocol_.dropped_count(why);
+  }
+  const auto& in = inbox_->stats();
+  return nlohmann::json{{"peers", nodes_.size()},
+                        {"calls_out", protocol_.calls_out()},
+                        {"sent", sends_.posted},
+                        {"send_failures", sends_.failed},
+                        {"calls_received", calls_received_},
+                        {"answers_received", answers_received_},
+                        {"inbox",
+                         {{"received", in.received},
+                          {"too_large", in.too_large},
+                          {"queue_full", in.queue_full},
+                          {"failed", in.failed}}},
+                        {"dropped", dropped}}
+    .dump();
+}
+
+} // namespace ferry

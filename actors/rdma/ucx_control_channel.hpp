@@ -1,0 +1,108 @@
+// ucx_control_channel: the UCX engine's side of the control channel (issue
+// 23): the rendezvous calls between two nodes as UCX active messages on the
+// endpoints the engine keeps, instead of CAF requests. The engine owns one
+// and calls it on its own thread only.
+// Owns: the inbox of control frames (rdma/ucx_active_message.hpp), the
+// rules (rdma/control_protocol.hpp: peers with their pair tokens, the calls
+// out with their callers' response promises), which node each peer is (a
+// peer's call is answered on behalf of it), and the sends' counts.
+// - A consumer's call goes out as a frame; its answer, an error answer, its
+//   deadline or its peer going away delivers its promise exactly once.
+// - A peer's call goes to the owner actor with the peer's node; the
+//   owner's answer comes back (answer()/fail()) and leaves as a frame.
+// Must never: deliver a frame it could not match to a registered peer, or
+// block: every send is posted and completes in progress.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include <caf/actor.hpp>
+#include <caf/fwd.hpp>
+#include <caf/node_id.hpp>
+#include <caf/response_promise.hpp>
+
+#include "protocol/chunk_bytes.hpp"
+#include "protocol/control_frame.hpp"
+#include "rdma/control_protocol.hpp"
+#include "rdma/ucx_active_message.hpp"
+#include "rdma/ucx_worker.hpp"
+
+namespace ferry {
+
+struct rdma_metrics;
+
+/// The active-message id control frames travel under.
+inline constexpr unsigned control_am_id = 23;
+
+class ucx_control_channel {
+public:
+  using protocol = control_protocol<caf::response_promise>;
+  using clock_type = protocol::clock_type;
+  /// The endpoint to a peer, opened when needed; null (with why) if none.
+  using endpoint_lookup = std::function<ucp_ep_h(uint64_t peer, std::string& why)>;
+
+  /// The inbox on `worker`; null (logged) when UCX refuses the handler.
+  static std::unique_ptr<ucx_control_channel>
+  open(const ucx_worker& worker, uint64_t own_worker_id, endpoint_lookup endpoints,
+       rdma_metrics* metrics);
+
+  /// Where peers' calls go (the node's owner actor).
+  void set_owner(caf::actor owner) { owner_ = std::move(owner); }
+
+  /// A peer's hello agreed on `tokens`; its calls are made on behalf of `node`.
+  void add_peer(uint64_t peer, control_pair_tokens tokens, caf::node_id node);
+  /// The peer went: its calls fail with peer_down, its frames are dropped.
+  void remove_peer(uint64_t peer);
+  /// At stop: every peer removed, so every call out is answered.
+  void close();
+
+  /// A consumer's call (the promise answers it with (chunk_bytes body,
+  /// chunk_bytes payload) or an error); a one-way one is sent and forgotten.
+  void call(uint64_t peer, control_op op, std::string_view body, bool one_way,
+            std::chrono::milliseconds timeout, caf::response_promise rp);
+
+  /// The owner's answer to a peer's call, or its error answer.
+  void answer(uint64_t peer, uint64_t call_id, control_op op, std::string_view body,
+              std::string_view payload);
+  void fail(uint64_t peer, uint64_t call_id, control_op op, uint8_t code,
+            std::string_view text);
+
+  /// Takes what arrived off the inbox and hands it on; expires calls past
+  /// their deadline. True when something happened.
+  bool poll(caf::blocking_actor* self);
+
+  /// Peers registered, or calls out: the worker must progress for them.
+  bool active() const noexcept { return !nodes_.empty() || protocol_.calls_out() > 0; }
+  /// When the next call expires, if any is out.
+  std::optional<clock_type::time_point> next_deadline() const {
+    return protocol_.next_deadline();
+  }
+
+  /// JSON: peers, calls_out, sent, received, send_failures, dropped {reason}.
+  std::string stat() const;
+
+private:
+  ucx_control_channel(std::unique_ptr<ucx_am_inbox> inbox, uint64_t own,
+                      endpoint_lookup endpoints, rdma_metrics* metrics);
+
+  void send(uint64_t peer, std::vector<uint8_t> frame);
+  void handle(caf::blocking_actor* self, ucx_am_message msg);
+
+  std::unique_ptr<ucx_am_inbox> inbox_;
+  protocol protocol_;
+  endpoint_lookup endpoints_;
+  rdma_metrics* metrics_;
+  caf::actor owner_;
+  std::map<uint64_t, caf::node_id> nodes_; // registered peers
+  ucx_am_send_stats sends_;
+  uint64_t calls_received_ = 0;
+  uint64_t answers_received_ = 0;
+};
+
+} // namespace ferry
