@@ -130,8 +130,9 @@ void add_node_options(CLI::App& app, node_config& cfg) {
                  "Wire up a peer's UCX endpoint at its hello, not at its first GET")
     ->capture_default_str();
   app.add_option("--control-channel", cfg.control_channel,
-                 "Rendezvous calls to peers: auto (UCX active messages where both "
-                 "nodes serve them, else CAF) or caf (FERRY_CONTROL_CHANNEL overrides)")
+                 "Rendezvous calls to peers: caf (CAF requests) or auto (UCX active "
+                 "messages where both nodes serve them, else CAF); "
+                 "FERRY_CONTROL_CHANNEL overrides")
     ->check(CLI::IsMember({"auto", "caf"}))
     ->capture_default_str();
   app.add_option("--drop-dereg-timeout-ms", cfg.drop_dereg_timeout_ms)

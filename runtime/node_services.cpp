@@ -45,7 +45,7 @@ control_channel_setting control_channel_setting_of(const std::string& option) {
   if (const char* env = std::getenv("FERRY_CONTROL_CHANNEL"))
     if (auto s = parse_control_channel_setting(env))
       return *s;
-  return parse_control_channel_setting(option).value_or(control_channel_setting::automatic);
+  return parse_control_channel_setting(option).value_or(control_channel_setting::caf);
 }
 
 } // namespace
@@ -218,9 +218,8 @@ void node::start_ucx() {
     es.ep_idle_timeout = std::chrono::milliseconds{cfg_.ep_idle_timeout_ms};
   es.eager_endpoints = cfg_.eager_endpoints;
   es.control_channel = control_channel;
-  if (!es.control_channel)
-    spdlog::info("control channel: CAF requests only (--control-channel or "
-                 "FERRY_CONTROL_CHANNEL is caf)");
+  if (es.control_channel)
+    spdlog::debug("control channel: UCX active messages to peers that serve it");
   // Rollback lever for the consumer's warm RDMA state (and the "before" of
   // its measurement), read once here like the kill switch.
   if (kill_switch_engaged(std::getenv("FERRY_RDMA_WARM_DISABLE"))) {

@@ -9,6 +9,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <future>
 
 #include <caf/all.hpp>
@@ -35,6 +36,7 @@ node_config local_config() {
   node_config c;
   c.listen = false;
   c.request_timeout_ms = 30000;
+  c.control_channel = "auto";
   return c;
 }
 
@@ -63,9 +65,14 @@ struct ControlChannelCluster : ::testing::TestWithParam<std::string> {
   void SetUp() override {
     setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
     setenv("UCX_NET_DEVICES", "lo", 1);
+    unsetenv("FERRY_CONTROL_CHANNEL"); // each node's option decides here
   }
 
+  /// The remote runs `--control-channel auto` unless `remote_args` say.
   void start(std::vector<std::string> remote_args = {}, node_config cfg = local_config()) {
+    if (std::find(remote_args.begin(), remote_args.end(), "--control-channel")
+        == remote_args.end())
+      remote_args.insert(remote_args.end(), {"--control-channel", "auto"});
     remote_args.push_back("--metrics-port");
     remote_args.push_back("0");
     remote = std::make_unique<node_process>(remote_args,

@@ -50,9 +50,23 @@ struct Rdma : ::testing::TestWithParam<std::string> {
     setenv("UCX_NET_DEVICES", "lo", 1);
   }
 
+  /// Run with FERRY_CONTROL_CHANNEL=auto (the ucx_am_channel: tests): a
+  /// consumer whose owner serves the channel made no call by CAF.
+  void TearDown() override {
+    const char* channel = std::getenv("FERRY_CONTROL_CHANNEL");
+    if (!local || !channel || std::string{channel} != "auto" || !owner_serves_channel)
+      return;
+    EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_control_calls_total",
+                                   "channel", "caf"),
+              0);
+  }
+
   void start(std::vector<std::string> owner_args = {},
              std::vector<std::string> owner_env = {},
              node_config local_cfg = consumer_config()) {
+    for (const auto& a : owner_args) // no UCX, or a worker that must not progress
+      if (a == "--ucx" || a == "--test-stall-ucx")
+        owner_serves_channel = false;
     owner_args.push_back("--metrics-port");
     owner_args.push_back("0");
     owner_env.push_back("UCX_TLS=" + test::ucx_tls_for(GetParam()));
@@ -112,6 +126,7 @@ struct Rdma : ::testing::TestWithParam<std::string> {
   std::unique_ptr<node> local;
   std::unique_ptr<blocking_client> client;
   peer_hello owner_hello;
+  bool owner_serves_channel = true;
 };
 
 /// A raw _rv_acquire to the owner process.
