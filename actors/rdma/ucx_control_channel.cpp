@@ -100,6 +100,8 @@ void ucx_control_channel::call(uint64_t peer, control_op op, std::string_view bo
 
 void ucx_control_channel::answer(uint64_t peer, uint64_t call_id, control_op op,
                                  std::string_view body, std::string_view payload) {
+  if (owner_pending_ > 0)
+    --owner_pending_;
   protocol::incoming_call c;
   c.peer = peer;
   c.call_id = call_id;
@@ -114,6 +116,8 @@ void ucx_control_channel::answer(uint64_t peer, uint64_t call_id, control_op op,
 
 void ucx_control_channel::fail(uint64_t peer, uint64_t call_id, control_op op, uint8_t code,
                                std::string_view text) {
+  if (owner_pending_ > 0)
+    --owner_pending_;
   protocol::incoming_call c;
   c.peer = peer;
   c.call_id = call_id;
@@ -135,6 +139,8 @@ void ucx_control_channel::handle(caf::blocking_actor* self, ucx_am_message msg) 
     auto node = nodes_.find(c->peer);
     if (!owner_ || node == nodes_.end())
       return; // registered in the protocol means registered here
+    if (!c->one_way)
+      ++owner_pending_;
     self->send(owner_, control_call_atom::value, c->peer, c->call_id,
                static_cast<uint8_t>(c->op), c->one_way, node->second,
                std::string{c->body()});

@@ -79,6 +79,9 @@ public:
 
   /// Peers registered, or calls out: the worker must progress for them.
   bool active() const noexcept { return !nodes_.empty() || protocol_.calls_out() > 0; }
+  /// An answer is due soon: a call of ours is out, or the owner has a
+  /// peer's call (the engine then polls briefly instead of sleeping).
+  bool awaiting() const noexcept { return protocol_.calls_out() > 0 || owner_pending_ > 0; }
   /// When the next call expires, if any is out.
   std::optional<clock_type::time_point> next_deadline() const {
     return protocol_.next_deadline();
@@ -102,6 +105,7 @@ private:
   std::map<uint64_t, caf::node_id> nodes_; // registered peers
   ucx_am_send_stats sends_;
   uint64_t calls_received_ = 0;
+  size_t owner_pending_ = 0; // peers' two-way calls handed to the owner
   uint64_t answers_received_ = 0;
 };
 

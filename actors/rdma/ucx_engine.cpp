@@ -45,6 +45,9 @@ struct pending_get {
 /// A closely polled GET goes to sleeping waits once UCX moved nothing for
 /// this long (a dead or stalled peer's GET never moves again).
 constexpr auto spin_window = std::chrono::milliseconds{50};
+/// While a control-channel answer is due, the engine polls this long after
+/// the channel last moved before it sleeps on the event fd.
+constexpr auto channel_spin = std::chrono::microseconds{500};
 /// How often abandoned GETs are looked at when nothing else runs.
 constexpr auto abandoned_poll = std::chrono::milliseconds{100};
 /// The longest an eager endpoint's wireup is waited on (progressed for).
@@ -74,6 +77,7 @@ struct engine {
   bool cache_rkeys = true;
   std::shared_ptr<warm_destination> warm;
   clock_type::time_point last_motion = clock_type::now();
+  clock_type::time_point channel_motion = clock_type::now(); // the control channel's
   // -- endpoint lifecycle ---------------------------------------------------
   uint64_t own_worker_id = 0;
   bool eager = false;
@@ -595,14 +599,21 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
       continue;
     }
     if (!e->busy()) {
-      // Idle but listening: sleep on the worker's event fd (a frame, or a
-      // sender's wake()), then take the mailbox.
-      if (!e->drain_progress() && !self->has_next_message()
-          && !e->control->poll(self))
-        e->worker.wait_for_events(e->listening_sleep());
-      e->drain_progress();
+      // Idle but listening: what arrived first; then, while an answer is
+      // due (ours from a peer, or the owner's to a peer's call), a short
+      // poll, as a waking thread costs more than the round trip; else a
+      // sleep on the worker's event fd (a frame, or a sender's wake()).
+      bool moved = e->drain_progress();
+      moved = e->control->poll(self) || moved;
       while (self->has_next_message() && e->running)
-        handlers(std::chrono::seconds(0));
+        handlers(std::chrono::seconds(0)), moved = true;
+      auto now = clock_type::now();
+      if (moved)
+        e->channel_motion = now;
+      else if (e->control->awaiting() && now - e->channel_motion < channel_spin)
+        std::this_thread::yield();
+      else
+        e->worker.wait_for_events(e->listening_sleep());
       continue;
     }
     if (e->drain_progress())
