@@ -99,6 +99,20 @@ void call_owner(service_ptr self, Promise rp, const data_handle& h, Atom atom,
     [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
 }
 
+/// A hold that is due, by the way the peer directory says calls to its
+/// owner go (the control channel, or CAF requests to the owner it names).
+void send_hold_by_route(service_ptr self, const deferred_holds::entry& e) {
+  auto& ctx = self->state.ctx;
+  if (ctx.metrics)
+    ctx.metrics->holds_sent->Increment();
+  auto body = encode(rv_lease_renew_request{e.handle, e.lease_id, true});
+  auto known = ctx.peers ? ctx.peers->find(e.handle.owner()) : std::nullopt;
+  owner_route route{caf::actor_cast<owner_actor>(e.owner), {}, e.handle.owner(), ctx.rdma};
+  if (known && known->control_am && ctx.channel && known->owner == e.owner)
+    route.channel = ctx.channel;
+  tell_owner(route, rv_lease_renew_atom::value, std::move(body));
+}
+
 consumer_service_actor::behavior_type service(service_ptr self,
                                               consumer_context ctx) {
   self->state.ctx = std::move(ctx);
@@ -116,7 +130,7 @@ consumer_service_actor::behavior_type service(service_ptr self,
       auto& st = self->state;
       st.tick_for.reset();
       for (auto& e : st.holds.take_due(self->clock().now()))
-        send_hold(e, st.ctx.metrics);
+        send_hold_by_route(self, e);
       if (auto next = st.holds.next_due())
         arm_holds(self, *next);
     },
