@@ -98,14 +98,20 @@ void ucx_control_channel::call(uint64_t peer, control_op op, std::string_view bo
     rp.deliver(chunk_bytes{}, chunk_bytes{});
 }
 
-void ucx_control_channel::answer(uint64_t peer, uint64_t call_id, control_op op,
-                                 std::string_view body, std::string_view payload) {
+ucx_control_channel::protocol::incoming_call
+ucx_control_channel::answered(uint64_t peer, uint64_t call_id, control_op op) {
   if (owner_pending_ > 0)
     --owner_pending_;
   protocol::incoming_call c;
   c.peer = peer;
   c.call_id = call_id;
   c.op = op;
+  return c;
+}
+
+void ucx_control_channel::answer(uint64_t peer, uint64_t call_id, control_op op,
+                                 std::string_view body, std::string_view payload) {
+  auto c = answered(peer, call_id, op);
   auto frame = protocol_.answer_frame(c, body, payload);
   if (!frame) // a peer gone since, or an answer over the frame's bounds
     frame = protocol_.error_frame(c, static_cast<uint8_t>(errc::payload_too_large),
@@ -116,12 +122,7 @@ void ucx_control_channel::answer(uint64_t peer, uint64_t call_id, control_op op,
 
 void ucx_control_channel::fail(uint64_t peer, uint64_t call_id, control_op op, uint8_t code,
                                std::string_view text) {
-  if (owner_pending_ > 0)
-    --owner_pending_;
-  protocol::incoming_call c;
-  c.peer = peer;
-  c.call_id = call_id;
-  c.op = op;
+  auto c = answered(peer, call_id, op);
   if (auto frame = protocol_.error_frame(c, code, text))
     send(peer, std::move(*frame));
 }

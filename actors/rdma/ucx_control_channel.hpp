@@ -95,6 +95,8 @@ private:
                       endpoint_lookup endpoints, rdma_metrics* metrics);
 
   void send(uint64_t peer, std::vector<uint8_t> frame);
+  /// The owner answered a peer's call: the call the answer's frame names.
+  protocol::incoming_call answered(uint64_t peer, uint64_t call_id, control_op op);
   void handle(caf::blocking_actor* self, ucx_am_message msg);
 
   std::unique_ptr<ucx_am_inbox> inbox_;

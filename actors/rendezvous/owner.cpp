@@ -306,10 +306,16 @@ void after_acquire(owner_ptr self, bool rdma) {
 // The same functions answer a call whichever channel carried it: a CAF
 // request (the handlers below) or the control channel (answer_channel_call).
 
-caf::expected<std::string> answer_metadata(owner_ptr self, const std::string& body) {
+/// A call's request, from a registered peer (or this node) and well formed.
+template <class Request>
+caf::expected<Request> admitted(owner_ptr self, const std::string& body) {
   if (auto err = refuse_stranger(self))
     return err;
-  auto req = decode<rv_metadata_request>(body);
+  return decode<Request>(body);
+}
+
+caf::expected<std::string> answer_metadata(owner_ptr self, const std::string& body) {
+  auto req = admitted<rv_metadata_request>(self, body);
   if (!req)
     return req.error();
   auto md = self->state.store.metadata(req->handle);
@@ -319,9 +325,7 @@ caf::expected<std::string> answer_metadata(owner_ptr self, const std::string& bo
 }
 
 caf::expected<chunk_bytes> answer_pull(owner_ptr self, const std::string& body) {
-  if (auto err = refuse_stranger(self))
-    return err;
-  auto req = decode<rv_pull_request>(body);
+  auto req = admitted<rv_pull_request>(self, body);
   if (!req)
     return req.error();
   auto chunk = self->state.store.pull(req->transfer_id, req->index, now(self));
@@ -346,9 +350,7 @@ bool stalls(owner_ptr self, const std::string& body) {
 #endif
 
 caf::expected<std::string> answer_ref(owner_ptr self, const std::string& body) {
-  if (auto err = refuse_stranger(self))
-    return err;
-  auto req = decode<rv_ref_request>(body);
+  auto req = admitted<rv_ref_request>(self, body);
   if (!req)
     return req.error();
   auto count = self->state.store.ref(req->handle);
@@ -358,9 +360,7 @@ caf::expected<std::string> answer_ref(owner_ptr self, const std::string& body) {
 }
 
 caf::expected<std::string> answer_detach(owner_ptr self, const std::string& body) {
-  if (auto err = refuse_stranger(self))
-    return err;
-  auto req = decode<rv_detach_request>(body);
+  auto req = admitted<rv_detach_request>(self, body);
   if (!req)
     return req.error();
   if (auto err = self->state.store.detach(req->handle, req->lease_id))
@@ -371,9 +371,7 @@ caf::expected<std::string> answer_detach(owner_ptr self, const std::string& body
 }
 
 caf::expected<std::string> answer_release(owner_ptr self, const std::string& body) {
-  if (auto err = refuse_stranger(self))
-    return err;
-  auto req = decode<rv_release_request>(body);
+  auto req = admitted<rv_release_request>(self, body);
   if (!req)
     return req.error();
   auto resp = self->state.store.release(req->handle, req->lease_id);
@@ -385,9 +383,7 @@ caf::expected<std::string> answer_release(owner_ptr self, const std::string& bod
 }
 
 caf::expected<std::string> answer_renew(owner_ptr self, const std::string& body) {
-  if (auto err = refuse_stranger(self))
-    return err;
-  auto req = decode<rv_lease_renew_request>(body);
+  auto req = admitted<rv_lease_renew_request>(self, body);
   if (!req)
     return req.error();
   if (req->held) {
