@@ -100,6 +100,14 @@ public:
     return res;
   }
 
+  /// Takes call `id` out (its frame could not be sent), if it is still out.
+  std::optional<call> cancel(uint64_t id) {
+    auto i = calls_.find(id);
+    if (i == calls_.end())
+      return std::nullopt;
+    return take(i);
+  }
+
   /// Every call whose deadline is at or before `now`, earliest first.
   std::vector<call> expire(clock_type::time_point now) {
     std::vector<call> out;

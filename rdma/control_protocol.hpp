@@ -11,10 +11,13 @@
 //   the peer's frames (token_in). A frame with another token, or from a
 //   peer not registered, is dropped: UCX authenticates nobody.
 // - Each hello between a pair agrees on a fresh pair of tokens, and two
-//   hellos (each node dialling the other) may cross: a peer keeps every
-//   token_in this node issued it (the last max_tokens_in), and sends with
-//   the token_out it heard last, so both sides accept each other's frames
-//   whichever hello each heard last.
+//   hellos (each node dialling the other, or a node dialling again) may
+//   cross: a node accepts the token_in of a peer's last max_tokens_in
+//   hellos, answers a call with the token_out of the hello whose token_in
+//   it carried (the caller took that hello's tokens), and makes its own
+//   calls with the token_out the peer is known to take (confirmed: the
+//   dialler at once, the answering side once the peer says so), so no
+//   frame goes with a token its receiver does not have yet.
 // - A call's answer completes it only from the peer it went to, with its
 //   op (control_calls); a late, repeated or foreign answer is dropped.
 // - One-way calls (detach, renew, release) wait for nothing: they are not
@@ -120,17 +123,38 @@ public:
   /// The tokens_in a peer's frames may carry (those of its latest hellos).
   static constexpr size_t max_tokens_in = 8;
 
-  /// Registers a peer, or adds the tokens of another hello with it: frames
-  /// to it carry `tokens.out` from now on, and its frames may carry
-  /// `tokens.in` or the tokens_in of its previous hellos.
-  void add_peer(uint64_t worker_id, control_pair_tokens tokens) {
+  /// Registers a peer, or adds the tokens of another hello with it. Its
+  /// frames may carry `tokens.in` or the token_in of one of its previous
+  /// hellos, and a call that came with one is answered with that hello's
+  /// token_out. This node's own calls carry `tokens.out` from now on when
+  /// `confirmed` (the peer is known to take it), else the one they carried.
+  void add_peer(uint64_t worker_id, control_pair_tokens tokens, bool confirmed = true) {
     auto& p = peers_[worker_id];
-    p.out = tokens.out;
-    if (std::find(p.ins.begin(), p.ins.end(), tokens.in) != p.ins.end())
-      return;
-    if (p.ins.size() == max_tokens_in)
-      p.ins.erase(p.ins.begin()); // the oldest hello's
-    p.ins.push_back(tokens.in);
+    if (tokens.in != 0 && tokens.out != 0) {
+      auto& pairs = p.pairs;
+      pairs.erase(std::remove_if(pairs.begin(), pairs.end(),
+                                 [&](const control_pair_tokens& t) { return t.in == tokens.in; }),
+                  pairs.end());
+      if (pairs.size() == max_tokens_in)
+        pairs.erase(pairs.begin()); // the oldest hello's
+      pairs.push_back(tokens);
+    }
+    if (confirmed && tokens.out != 0)
+      p.out = tokens.out;
+  }
+
+  /// The peer now takes `token_out` (one of its hellos' pairs): this node's
+  /// calls carry it. False when no pair of the peer has it.
+  bool confirm(uint64_t worker_id, uint64_t token_out) {
+    auto p = peers_.find(worker_id);
+    if (p == peers_.end())
+      return false;
+    for (const auto& t : p->second.pairs)
+      if (t.out == token_out) {
+        p->second.out = token_out;
+        return true;
+      }
+    return false;
   }
 
   bool has_peer(uint64_t worker_id) const { return peers_.count(worker_id) > 0; }
@@ -153,7 +177,7 @@ public:
   call_peer(uint64_t peer, control_op op, std::string_view body, bool one_way,
             typename clock_type::time_point deadline, Waiter waiter) {
     auto p = peers_.find(peer);
-    if (p == peers_.end())
+    if (p == peers_.end() || p->second.out == 0)
       return control_call_refusal::unknown_peer;
     if (body.size() > max_control_call_body)
       return control_call_refusal::body_too_long;
@@ -188,6 +212,9 @@ public:
     control_op op = control_op::metadata;
     bool one_way = false;
     control_message message;
+    // The token_out of the hello whose token_in the call carried: the peer
+    // took that hello's tokens, so the answer carries it.
+    uint64_t reply_token = 0;
     std::string_view body() const { return message.body(); }
   };
 
@@ -219,12 +246,16 @@ public:
     auto p = peers_.find(f.sender);
     if (p == peers_.end())
       return drop(control_drop::unknown_peer);
-    const auto& ins = p->second.ins;
-    if (std::find(ins.begin(), ins.end(), f.pair_token) == ins.end())
+    const auto& pairs = p->second.pairs;
+    auto pair = std::find_if(pairs.begin(), pairs.end(), [&](const control_pair_tokens& t) {
+      return t.in == f.pair_token;
+    });
+    if (pair == pairs.end())
       return drop(control_drop::bad_token);
     if (f.kind == control_kind::call)
       return incoming_call{f.sender, f.call_id, f.op, f.one_way(),
-                           control_message::keep(std::move(bytes), f.body, f.payload)};
+                           control_message::keep(std::move(bytes), f.body, f.payload),
+                           pair->out};
     std::optional<control_error_body> err;
     if (f.kind == control_kind::error) {
       err = decode_control_error(f.body, max_error_code);
@@ -274,6 +305,8 @@ public:
   // -- time -----------------------------------------------------------------
 
   std::vector<call> expire(typename clock_type::time_point now) { return calls_.expire(now); }
+  /// A call whose frame could not be sent, taken out (none if not out).
+  std::optional<call> cancel(uint64_t call_id) { return calls_.cancel(call_id); }
   std::optional<typename clock_type::time_point> next_deadline() const {
     return calls_.next_deadline();
   }
@@ -293,14 +326,15 @@ private:
                                             std::string_view body,
                                             std::string_view payload) const {
     auto p = peers_.find(c.peer);
-    if (c.one_way || p == peers_.end())
+    auto token = c.reply_token != 0 ? c.reply_token : p == peers_.end() ? 0 : p->second.out;
+    if (c.one_way || p == peers_.end() || token == 0)
       return std::nullopt;
     control_frame_view f;
     f.kind = kind;
     f.op = c.op;
     f.call_id = c.call_id;
     f.sender = own_;
-    f.pair_token = p->second.out;
+    f.pair_token = token;
     f.body = body;
     f.payload = payload;
     auto bytes = encode_control_frame(f);
@@ -314,8 +348,8 @@ private:
   // One-way calls take ids from their own counter: nobody answers them.
   uint64_t next_one_way_ = 1;
   struct peer_tokens {
-    uint64_t out = 0;
-    std::vector<uint64_t> ins; // oldest first
+    uint64_t out = 0;                       // this node's calls carry it (0: none yet)
+    std::vector<control_pair_tokens> pairs; // of its last hellos, oldest first
   };
   std::map<uint64_t, peer_tokens> peers_;
   std::array<uint64_t, control_drop_reasons> drops_{};

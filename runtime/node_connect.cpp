@@ -101,6 +101,12 @@ caf::expected<peer_hello> node::connect(const std::string& host, uint16_t port) 
              });
   if (!result)
     return result;
+  // The answer speaks for the node we dialled: its gateway must live there
+  // (the peer's leases and control-channel calls are attributed to it).
+  if (result->gateway.node() != remote->node())
+    return make_error(errc::protocol_violation,
+                      "the hello from " + host + ":" + std::to_string(port)
+                        + " names a gateway on another node");
   // Keep the host we dialled: it is reachable from here by definition.
   result->host = host;
   result->port = port;

@@ -32,6 +32,9 @@ struct gateway_state {
   // engines know the pair's tokens).
   std::set<uint64_t> control_peers;
   std::set<uint64_t> control_ready;
+  // A peer's token from its hello, which our frames carry only once it says
+  // ctl_ready (its engine knows it then): sent earlier, they would be dropped.
+  std::map<uint64_t, uint64_t> pending_token_out;
   bool stopping = false;        // the node's stop began: no new work
   // Shared with the exit functor, which may run after the state is gone.
   std::shared_ptr<std::vector<caf::actor>> workers
@@ -112,14 +115,15 @@ void control_is_ready(gateway_ptr self, uint64_t worker_id) {
 }
 
 /// Gives the engine the pair's tokens for `peer` (its frames then carry
-/// token_in, ours token_out), then calls done(bool registered).
+/// token_in, ours token_out once `confirmed`), then calls done(bool registered).
 template <class Done>
 void register_tokens(gateway_ptr self, const peer_hello& peer, uint64_t token_out,
-                     uint64_t token_in, Done done) {
+                     uint64_t token_in, bool confirmed, Done done) {
   const auto& engine = self->state.params.engine;
   auto wid = peer.worker_id;
   self->request(engine.actor(), self->state.params.node->request_timeout,
-                control_peer_atom::value, wid, token_out, token_in, peer.gateway.node())
+                control_peer_atom::value, wid, token_out, token_in, peer.gateway.node(),
+                confirmed)
     .then(
       [=](bool on) mutable {
         if (on && self->state.peers.count(wid) > 0)
@@ -197,6 +201,7 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         self->state.ucx_peers.erase(i->first);
         self->state.control_peers.erase(i->first);
         self->state.control_ready.erase(i->first);
+        self->state.pending_token_out.erase(i->first);
         peers.erase(i);
         update_channel_gauge(self);
         return;
@@ -222,16 +227,28 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         spdlog::warn("{}", describe(err));
         return err;
       }
+      // The hello speaks for the node it came from: its gateway (whose node
+      // the peer's leases are attributed to) must live there.
+      if (auto sender = self->current_sender();
+          sender && sender->node() != self->node() && sender->node() != peer.gateway.node()) {
+        spdlog::warn("a hello naming a gateway on another node than its sender's: refused");
+        return make_error(errc::protocol_violation,
+                          "hello: the gateway must be on the sender's node");
+      }
       auto token_out = control_token_of(peer.capabilities);
       add_peer(self, peer);
       auto mine = own_hello(self);
       if (!token_out || !serves_channel(self))
         return mine;
-      // The channel: our engine takes the peer's frames before it hears
-      // our answer, which offers the token they must carry.
+      // The channel: our engine takes the peer's frames before the peer
+      // hears our answer, which offers the token they must carry. It
+      // answers the peer's calls that carry token_in with the
+      // peer's token; its own calls carry that token only once the peer
+      // says ctl_ready (its engine knows it then).
       auto token_in = fresh_control_token();
+      self->state.pending_token_out[peer.worker_id] = *token_out;
       auto rp = self->make_response_promise<peer_hello>();
-      register_tokens(self, peer, *token_out, token_in, [=](bool on) mutable {
+      register_tokens(self, peer, *token_out, token_in, false, [=](bool on) mutable {
         if (on)
           mine.capabilities.push_back(control_token_capability(token_in));
         rp.deliver(std::move(mine));
@@ -251,7 +268,7 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       auto rp = self->make_response_promise<caf::ok_atom>();
       auto wid = peer.worker_id;
       auto their_gateway = caf::actor_cast<gateway_actor>(peer.gateway);
-      register_tokens(self, peer, *token_out, token_in, [=](bool on) mutable {
+      register_tokens(self, peer, *token_out, token_in, true, [=](bool on) mutable {
         if (on) {
           control_is_ready(self, wid);
           self->send(their_gateway, control_ready_atom::value,
@@ -266,11 +283,28 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       // tokens our engine has.
       auto sender = self->current_sender();
       auto i = self->state.peers.find(worker_id);
+      auto pending = self->state.pending_token_out.find(worker_id);
       if (!sender || i == self->state.peers.end()
           || i->second.gateway.node() != sender->node()
-          || self->state.control_peers.count(worker_id) == 0)
+          || self->state.control_peers.count(worker_id) == 0
+          || pending == self->state.pending_token_out.end())
         return;
-      control_is_ready(self, worker_id);
+      auto token_out = pending->second;
+      self->state.pending_token_out.erase(pending);
+      // Its engine knows the token now: ours calls with it from here on.
+      const auto& engine = self->state.params.engine;
+      self->request(engine.actor(), self->state.params.node->request_timeout,
+                    control_ready_atom::value, worker_id, token_out)
+        .then(
+          [=](bool on) {
+            if (on && self->state.peers.count(worker_id) > 0)
+              control_is_ready(self, worker_id);
+          },
+          [=](caf::error& err) {
+            spdlog::warn("control channel to peer {:016x} not confirmed: {}", worker_id,
+                         describe(err));
+          });
+      engine.wake();
     },
     [=](members_atom) -> caf::result<std::vector<std::string>> {
       if (!is_registered(self, self->current_sender()))

@@ -116,6 +116,8 @@ void connect_and_hello(membership_ptr self, const std::string& ep, const std::st
         self->request(gw, timeout, hello_atom::value, mine)
           .then(
             [=](peer_hello& theirs) {
+              if (theirs.gateway.node() != gw.node())
+                return failed(self, ep, "its hello names a gateway on another node");
               if (theirs.worker_id == mine.worker_id) {
                 self->state.table.dialled(ep, 0, true);
                 update_ready(self);

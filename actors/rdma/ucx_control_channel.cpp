@@ -46,14 +46,16 @@ ucx_control_channel::ucx_control_channel(std::unique_ptr<ucx_am_inbox> inbox, ui
     metrics_(metrics) {}
 
 void ucx_control_channel::add_peer(uint64_t peer, control_pair_tokens tokens,
-                                   caf::node_id node) {
-  protocol_.add_peer(peer, tokens);
+                                   caf::node_id node, bool confirmed) {
+  protocol_.add_peer(peer, tokens, confirmed);
   nodes_[peer] = std::move(node);
 }
 
 void ucx_control_channel::remove_peer(uint64_t peer) {
   if (nodes_.erase(peer) == 0)
     return;
+  for (auto i = owner_has_.begin(); i != owner_has_.end();)
+    i = i->first.first == peer ? owner_has_.erase(i) : std::next(i);
   for (auto& c : protocol_.remove_peer(peer))
     c.waiter.deliver(make_error(errc::peer_down, "the peer went away"));
 }
@@ -66,16 +68,31 @@ void ucx_control_channel::close() {
     remove_peer(peer);
 }
 
-void ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame) {
+bool ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame,
+                               uint64_t call_id) {
   std::string why;
   auto ep = endpoints_(peer, why);
   if (ep == nullptr) {
-    ++sends_.failed; // a call's caller sees its deadline pass
+    ++sends_.failed;
     spdlog::debug("control channel: no endpoint to worker {:016x}: {}", peer, why);
-    return;
+    return false;
   }
-  if (auto st = post_am(ep, control_am_id, std::move(frame), false, &sends_); !st)
+  if (auto st = post_am(ep, control_am_id, std::move(frame), false, &sends_, call_id); !st) {
     spdlog::debug("control channel: send to worker {:016x}: {}", peer, st.error_message());
+    return false;
+  }
+  return true;
+}
+
+bool ucx_control_channel::fail_unsent() {
+  if (sends_.failed_tags.empty())
+    return false;
+  auto tags = std::move(sends_.failed_tags);
+  sends_.failed_tags.clear();
+  for (auto id : tags)
+    if (auto c = protocol_.cancel(id))
+      c->waiter.deliver(make_error(errc::io_error, "the control frame to the peer was not sent"));
+  return true;
 }
 
 void ucx_control_channel::call(uint64_t peer, control_op op, std::string_view body,
@@ -86,26 +103,34 @@ void ucx_control_channel::call(uint64_t peer, control_op op, std::string_view bo
   auto made = protocol_.call_peer(peer, op, body, one_way, deadline,
                                   one_way ? caf::response_promise{} : rp);
   if (auto* refused = std::get_if<control_call_refusal>(&made)) {
-    auto code = *refused == control_call_refusal::too_many ? errc::resource_exhausted
-                : *refused == control_call_refusal::unknown_peer ? errc::no_channel
-                                                                 : errc::payload_too_large;
+    // Nothing went out: an unknown peer or a full table sends the call by
+    // CAF instead (errc::no_channel); a body over the bound is the caller's.
+    auto code = *refused == control_call_refusal::body_too_long ? errc::payload_too_large
+                                                                : errc::no_channel;
     if (rp.pending())
       rp.deliver(make_error(code, std::string{"control channel: "} + to_string(*refused)));
     return;
   }
-  send(peer, std::move(std::get<protocol::outgoing>(made).frame));
+  auto& out = std::get<protocol::outgoing>(made);
+  if (!send(peer, std::move(out.frame), one_way ? 0 : out.call_id) && !one_way) {
+    if (auto c = protocol_.cancel(out.call_id)) // nothing went out: by CAF instead
+      c->waiter.deliver(make_error(errc::no_channel, "control channel: the frame was not sent"));
+    return;
+  }
   if (one_way && rp.pending())
     rp.deliver(chunk_bytes{}, chunk_bytes{});
 }
 
 ucx_control_channel::protocol::incoming_call
 ucx_control_channel::answered(uint64_t peer, uint64_t call_id, control_op op) {
-  if (owner_pending_ > 0)
-    --owner_pending_;
   protocol::incoming_call c;
   c.peer = peer;
   c.call_id = call_id;
   c.op = op;
+  if (auto i = owner_has_.find({peer, call_id}); i != owner_has_.end()) {
+    c.reply_token = i->second;
+    owner_has_.erase(i);
+  }
   return c;
 }
 
@@ -117,18 +142,20 @@ void ucx_control_channel::answer(uint64_t peer, uint64_t call_id, control_op op,
     frame = protocol_.error_frame(c, static_cast<uint8_t>(errc::payload_too_large),
                                   "the answer does not fit a control frame");
   if (frame)
-    send(peer, std::move(*frame));
+    send(peer, std::move(*frame), 0);
 }
 
 void ucx_control_channel::fail(uint64_t peer, uint64_t call_id, control_op op, uint8_t code,
                                std::string_view text) {
   auto c = answered(peer, call_id, op);
   if (auto frame = protocol_.error_frame(c, code, text))
-    send(peer, std::move(*frame));
+    send(peer, std::move(*frame), 0);
 }
 
 void ucx_control_channel::handle(caf::blocking_actor* self, ucx_am_message msg) {
-  auto got = protocol_.receive(std::move(msg.bytes), static_cast<uint8_t>(errc_last));
+  // Any code a newer peer may answer (ours end at errc_last): an unknown
+  // one still ends its call.
+  auto got = protocol_.receive(std::move(msg.bytes), 255);
   if (auto* d = std::get_if<protocol::dropped>(&got)) {
     if (metrics_ && metrics_->control_dropped[static_cast<size_t>(d->why)])
       metrics_->control_dropped[static_cast<size_t>(d->why)]->Increment();
@@ -140,8 +167,8 @@ void ucx_control_channel::handle(caf::blocking_actor* self, ucx_am_message msg) 
     auto node = nodes_.find(c->peer);
     if (!owner_ || node == nodes_.end())
       return; // registered in the protocol means registered here
-    if (!c->one_way)
-      ++owner_pending_;
+    if (!c->one_way && owner_has_.size() < max_owner_calls)
+      owner_has_[{c->peer, c->call_id}] = c->reply_token;
     self->send(owner_, control_call_atom::value, c->peer, c->call_id,
                static_cast<uint8_t>(c->op), c->one_way, node->second,
                std::string{c->body()});
@@ -168,6 +195,8 @@ bool ucx_control_channel::poll(caf::blocking_actor* self) {
     handle(self, std::move(*msg));
     any = true;
   }
+  if (fail_unsent())
+    any = true;
   for (auto& c : protocol_.expire(clock_type::now())) {
     c.waiter.deliver(caf::make_error(caf::sec::request_timeout));
     any = true;

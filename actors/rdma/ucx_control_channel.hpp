@@ -55,8 +55,11 @@ public:
   /// Where peers' calls go (the node's owner actor).
   void set_owner(caf::actor owner) { owner_ = std::move(owner); }
 
-  /// A peer's hello agreed on `tokens`; its calls are made on behalf of `node`.
-  void add_peer(uint64_t peer, control_pair_tokens tokens, caf::node_id node);
+  /// A peer's hello agreed on `tokens`; its calls are made on behalf of
+  /// `node`. Our calls carry tokens.out once `confirmed` (see confirm()).
+  void add_peer(uint64_t peer, control_pair_tokens tokens, caf::node_id node, bool confirmed);
+  /// The peer's engine now takes `token_out`: our calls carry it.
+  bool confirm(uint64_t peer, uint64_t token_out) { return protocol_.confirm(peer, token_out); }
   /// The peer went: its calls fail with peer_down, its frames are dropped.
   void remove_peer(uint64_t peer);
   /// At stop: every peer removed, so every call out is answered.
@@ -81,7 +84,7 @@ public:
   bool active() const noexcept { return !nodes_.empty() || protocol_.calls_out() > 0; }
   /// An answer is due soon: a call of ours is out, or the owner has a
   /// peer's call (the engine then polls briefly instead of sleeping).
-  bool awaiting() const noexcept { return protocol_.calls_out() > 0 || owner_pending_ > 0; }
+  bool awaiting() const noexcept { return protocol_.calls_out() > 0 || !owner_has_.empty(); }
   /// When the next call expires, if any is out.
   std::optional<clock_type::time_point> next_deadline() const {
     return protocol_.next_deadline();
@@ -94,20 +97,30 @@ private:
   ucx_control_channel(std::unique_ptr<ucx_am_inbox> inbox, uint64_t own,
                       endpoint_lookup endpoints, rdma_metrics* metrics);
 
-  void send(uint64_t peer, std::vector<uint8_t> frame);
+  /// Posts a frame; false when nothing went out (no endpoint, UCX refused).
+  /// `call_id` (0: an answer or a one-way call) fails its call should the
+  /// send fail later.
+  bool send(uint64_t peer, std::vector<uint8_t> frame, uint64_t call_id);
+  /// Calls whose frames UCX failed to send: answered io_error.
+  bool fail_unsent();
   /// The owner answered a peer's call: the call the answer's frame names.
   protocol::incoming_call answered(uint64_t peer, uint64_t call_id, control_op op);
   void handle(caf::blocking_actor* self, ucx_am_message msg);
 
+  // First, so destroyed last: sends UCX completes while the inbox or the
+  // endpoints go still count here.
+  ucx_am_send_stats sends_;
   std::unique_ptr<ucx_am_inbox> inbox_;
   protocol protocol_;
   endpoint_lookup endpoints_;
   rdma_metrics* metrics_;
   caf::actor owner_;
   std::map<uint64_t, caf::node_id> nodes_; // registered peers
-  ucx_am_send_stats sends_;
   uint64_t calls_received_ = 0;
-  size_t owner_pending_ = 0; // peers' two-way calls handed to the owner
+  // Peers' two-way calls the owner has, by (peer, call id): the token their
+  // answers carry (at most max_owner_calls kept; beyond, the peer's own).
+  std::map<std::pair<uint64_t, uint64_t>, uint64_t> owner_has_;
+  static constexpr size_t max_owner_calls = 4096;
   uint64_t answers_received_ = 0;
 };
 

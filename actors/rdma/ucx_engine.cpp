@@ -97,7 +97,9 @@ struct engine {
     auto* ep = endpoint_for(peer, why);
     if (ep == nullptr)
       return nullptr;
-    activity.finished(peer, clock_type::now());
+    auto now = clock_type::now(); // an operation of its own: GETs' counts stay
+    activity.started(peer, now);
+    activity.finished(peer, now);
     return ep->native();
   }
 
@@ -460,9 +462,8 @@ struct engine {
 
   /// At stop: nothing may be left for UCX to write after its memory goes.
   void teardown() {
-    if (control) // its calls fail (peer_down), then its handler goes
+    if (control) // its calls fail (peer_down); its handler goes last
       control->close();
-    control.reset();
     for (auto& g : gets) // UCX stops before the worker goes
       g.rp.deliver(make_error(errc::get_failed, "UCX engine stopped"));
     for (auto* list : {&gets, &abandoned})
@@ -478,6 +479,8 @@ struct engine {
     endpoints.clear();
     wireups.clear();
     warm->clear();
+    // After the endpoints: the sends their close cancelled counted in it.
+    control.reset();
     update_gauge();
   }
 
@@ -540,11 +543,14 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
           e->control->set_owner(std::move(owner));
       },
       [&](control_peer_atom, uint64_t worker_id, uint64_t token_out, uint64_t token_in,
-          caf::node_id& node) -> caf::result<bool> {
+          caf::node_id& node, bool confirmed) -> bool {
         if (!e->control || token_out == 0 || token_in == 0)
           return false;
-        e->control->add_peer(worker_id, {token_out, token_in}, std::move(node));
+        e->control->add_peer(worker_id, {token_out, token_in}, std::move(node), confirmed);
         return true;
+      },
+      [&](control_ready_atom, uint64_t worker_id, uint64_t token_out) -> bool {
+        return e->control && e->control->confirm(worker_id, token_out);
       },
       [&](control_call_atom, uint64_t worker_id, uint8_t op, std::string& body,
           uint64_t timeout_ms) {

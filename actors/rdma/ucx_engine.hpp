@@ -119,8 +119,11 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///   (control_owner_atom, caf::actor owner)  where peers' control-channel
 ///     calls go
 ///   (control_peer_atom, uint64_t worker_id, uint64_t token_out,
-///    uint64_t token_in, caf::node_id node) -> bool  a peer's pair tokens
-///     (its hello); false when the channel is off here
+///    uint64_t token_in, caf::node_id node, bool confirmed) -> bool  a
+///     peer's pair tokens (a hello); our calls carry token_out once
+///     confirmed; false when the channel is off here
+///   (control_ready_atom, uint64_t worker_id, uint64_t token_out) -> bool
+///     the peer takes token_out now (its ctl_ready)
 ///   (control_call_atom, uint64_t worker_id, uint8_t op, std::string body,
 ///    uint64_t timeout_ms) -> (chunk_bytes body, chunk_bytes payload)  a
 ///     call to the peer's owner over the channel (errors: the owner's,

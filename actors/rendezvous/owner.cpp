@@ -266,9 +266,10 @@ acquire_outcome decide_acquire(owner_ptr self, const std::string& body, bool eag
   auto total = self->state.store.metadata(req->handle)->total_len;
   auto reason = path_for(self, *req, *block, total);
   // An eager answer carries at most the smaller of both sides' eager_max,
-  // in one chunk or none.
+  // in one chunk or none, and never more than a control frame's payload.
   const auto& cfg = self->state.cfg;
-  bool fits_eagerly = eager && total <= std::min({req->eager_max, cfg.eager_max, cfg.chunk_size});
+  bool fits_eagerly = eager && total <= std::min({req->eager_max, cfg.eager_max, cfg.chunk_size,
+                                                   uint64_t{max_control_payload}});
   if (reason == path_reason::ok && fits_eagerly)
     reason = path_reason::below_min; // one round trip beats an acquire and a GET
   auto holder = holder_of_sender(self);

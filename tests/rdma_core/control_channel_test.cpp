@@ -433,6 +433,7 @@ TEST(ControlProtocol, another_registered_peer_cannot_answer_for_the_called_one) 
   auto& call = as<protocol::incoming_call>(call_seen_by_b);
   protocol::incoming_call stolen = call;
   stolen.peer = node_a;
+  stolen.reply_token = 0; // C's own token to A, not the one B would answer with
   auto fake = n.c.answer_frame(stolen, "forged chunk");
   ASSERT_TRUE(fake);
   auto got = n.a.receive(*fake, max_code);
@@ -526,6 +527,51 @@ TEST(ControlProtocol, crossing_hellos_leave_both_sides_able_to_call) {
   a.add_peer(node_b, {0x200, 0x100});
   auto fresh = sent(a.call_peer(node_b, control_op::metadata, "{}", false, at(100), "new"));
   EXPECT_TRUE(std::holds_alternative<protocol::incoming_call>(b.receive(fresh.frame, max_code)));
+}
+
+TEST(ControlProtocol, a_new_hello_between_paired_nodes_loses_no_frame) {
+  // Paired by hello 1 (B's token for A's frames 0xB1, A's for B's 0xA1);
+  // A dials again: hello 2 offers 0xA2, B answers with 0xB2.
+  protocol a{node_a, 1000};
+  protocol b{node_b, 5000};
+  a.add_peer(node_b, {0xB1, 0xA1});
+  b.add_peer(node_a, {0xA1, 0xB1});
+  auto in_flight = sent(a.call_peer(node_b, control_op::pull, "{}", false, at(100), "old"));
+  b.add_peer(node_a, {0xA2, 0xB2}, false); // B answered hello 2; A has not heard yet
+  // B's own calls keep hello 1's token, which A takes.
+  auto from_b = sent(b.call_peer(node_a, control_op::metadata, "{}", false, at(100), "b1"));
+  EXPECT_TRUE(std::holds_alternative<protocol::incoming_call>(a.receive(from_b.frame, max_code)));
+  // A's call made before hello 2 is answered with hello 1's token.
+  auto at_b = b.receive(in_flight.frame, max_code);
+  auto answer = b.answer_frame(as<protocol::incoming_call>(at_b), "chunk");
+  ASSERT_TRUE(answer);
+  auto got = a.receive(*answer, max_code);
+  EXPECT_EQ(as<protocol::answer>(got).completed.waiter, "old");
+  // A hears hello 2's answer: its calls carry 0xB2, answered with 0xA2.
+  a.add_peer(node_b, {0xB2, 0xA2});
+  auto fresh = sent(a.call_peer(node_b, control_op::pull, "{}", false, at(100), "new"));
+  auto call2 = b.receive(fresh.frame, max_code);
+  auto answer2 = b.answer_frame(as<protocol::incoming_call>(call2), "chunk");
+  ASSERT_TRUE(answer2);
+  auto got2 = a.receive(*answer2, max_code);
+  EXPECT_EQ(as<protocol::answer>(got2).completed.waiter, "new");
+  // A said ctl_ready: B's calls carry 0xA2 from now on; an unknown token
+  // confirms nothing.
+  EXPECT_FALSE(b.confirm(node_a, 0xA9));
+  EXPECT_TRUE(b.confirm(node_a, 0xA2));
+  auto from_b2 = sent(b.call_peer(node_a, control_op::metadata, "{}", false, at(100), "b2"));
+  EXPECT_TRUE(std::holds_alternative<protocol::incoming_call>(a.receive(from_b2.frame, max_code)));
+  EXPECT_EQ(a.dropped_count(control_drop::bad_token), 0u);
+  EXPECT_EQ(b.dropped_count(control_drop::bad_token), 0u);
+}
+
+TEST(ControlProtocol, a_peer_heard_only_unconfirmed_is_not_called) {
+  protocol b{node_b, 5000};
+  b.add_peer(node_a, {0xA1, 0xB1}, false); // answered A's first hello
+  auto refused = b.call_peer(node_a, control_op::metadata, "{}", false, at(100), "w");
+  EXPECT_EQ(std::get<control_call_refusal>(refused), control_call_refusal::unknown_peer);
+  EXPECT_TRUE(b.confirm(node_a, 0xA1));
+  sent(b.call_peer(node_a, control_op::metadata, "{}", false, at(100), "w"));
 }
 
 TEST(ControlProtocol, calls_over_a_bound_are_refused_before_anything_is_sent) {
