@@ -1,6 +1,7 @@
 #include "protocol/rdma_descriptor.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "protocol/little_endian.hpp"
 
@@ -17,6 +18,11 @@ constexpr size_t off_addr = 11;
 constexpr size_t off_len = 19;
 constexpr size_t off_rkey_len = 27;
 static_assert(off_rkey_len + 2 == descriptor_header_bytes);
+
+/// [addr, addr + len) lies below 2^64 (checked, no wrap-around).
+constexpr bool range_fits(uint64_t addr, uint64_t len) noexcept {
+  return len <= UINT64_MAX - addr;
+}
 
 descriptor_decode_result refuse(descriptor_refusal r) noexcept {
   descriptor_decode_result res;
@@ -38,6 +44,8 @@ const char* to_string(descriptor_refusal r) noexcept {
       return "nonzero_flags";
     case descriptor_refusal::zero_len:
       return "zero_len";
+    case descriptor_refusal::range_overflow:
+      return "range_overflow";
     case descriptor_refusal::rkey_too_long:
       return "rkey_too_long";
     case descriptor_refusal::rkey_len_mismatch:
@@ -58,6 +66,8 @@ validate_descriptor(const rdma_descriptor& d) noexcept {
     return descriptor_refusal::nonzero_flags;
   if (d.len == 0)
     return descriptor_refusal::zero_len;
+  if (!range_fits(d.addr, d.len))
+    return descriptor_refusal::range_overflow;
   if (d.rkey.size() > max_descriptor_rkey_bytes)
     return descriptor_refusal::rkey_too_long;
   return std::nullopt;
@@ -94,6 +104,9 @@ descriptor_decode_result decode_descriptor(const uint8_t* data,
   const uint64_t len = load_u64le(data + off_len);
   if (len == 0)
     return refuse(descriptor_refusal::zero_len);
+  const uint64_t addr = load_u64le(data + off_addr);
+  if (!range_fits(addr, len))
+    return refuse(descriptor_refusal::range_overflow);
   const size_t rkey_len = load_u16le(data + off_rkey_len);
   if (rkey_len > max_descriptor_rkey_bytes)
     return refuse(descriptor_refusal::rkey_too_long);
@@ -108,7 +121,7 @@ descriptor_decode_result decode_descriptor(const uint8_t* data,
   d.version = data[off_version];
   d.flags = data[off_flags];
   d.generation = load_u64le(data + off_generation);
-  d.addr = load_u64le(data + off_addr);
+  d.addr = addr;
   d.len = len;
   const uint8_t* key = data + descriptor_header_bytes;
   d.rkey.assign(key, key + rkey_len);

@@ -55,6 +55,7 @@ enum class descriptor_refusal : uint8_t {
   unknown_version,   // version is not 1
   nonzero_flags,     // flags carries a bit this version does not define
   zero_len,          // len is 0: nothing to GET
+  range_overflow,    // addr + len wraps past 2^64: no such range of memory
   rkey_too_long,     // rkey_len above max_descriptor_rkey_bytes
   rkey_len_mismatch, // fewer key bytes follow the header than rkey_len says
   trailing_bytes,    // bytes left after the key
@@ -87,7 +88,8 @@ validate_descriptor(const rdma_descriptor& d) noexcept;
 std::vector<uint8_t> encode_descriptor(const rdma_descriptor& d);
 
 /// Strict decoder: reads at most `size` bytes from `data` (which may be null
-/// when size is 0) and accepts only an exact descriptor. An empty rkey is
+/// when size is 0) and accepts only an exact descriptor whose range
+/// [addr, addr + len) does not wrap past 2^64. An empty rkey is
 /// framing-valid here; the backend's own key check refuses it later.
 descriptor_decode_result decode_descriptor(const uint8_t* data,
                                            size_t size) noexcept;

@@ -14,14 +14,6 @@ arena_pool::arena_pool(arena_pool_config cfg, region_mapper mapper,
   // nop
 }
 
-namespace {
-
-uint64_t granules_for(uint64_t bytes) {
-  return (bytes + arena_pool_config::granule - 1) / arena_pool_config::granule;
-}
-
-} // namespace
-
 uint64_t arena_pool::next_pooled_size(uint64_t at_least) const {
   uint64_t size = last_pooled_size_ == 0
                     ? cfg_.initial_arena_bytes

@@ -63,6 +63,12 @@ struct arena_pool_config {
 
 enum class pool_refusal { budget, pool_exhausted };
 
+/// Whole granules covering `bytes`, without wrapping near 2^64 (a size from
+/// a peer can be anything): ceil(bytes / granule) exactly.
+constexpr uint64_t granules_for(uint64_t bytes) noexcept {
+  return bytes / arena_pool_config::granule + (bytes % arena_pool_config::granule != 0);
+}
+
 const char* to_string(pool_refusal r);
 
 /// A block handed out: where it is and the token that frees it.

@@ -69,13 +69,16 @@ caf::actor spawn_bulk_copier(caf::actor_system& sys, size_t workers);
 void run_copy(const copy_job& job);
 
 /// Runs `job` on `copier` (bounded by `timeout`), or inline when the copy
-/// is below bulk_copy_min or there is no copier; then calls `done()`, or
-/// `failed(caf::error&)` when the copier did not answer. Both run in
-/// `self`'s context: at once for an inline copy, else on the reply.
+/// is below `inline_below` (bulk_copy_min) or there is no copier; then
+/// calls `done()`, or `failed(caf::error&)` when the copier did not answer.
+/// Both run in `self`'s context: at once for an inline copy, else on the
+/// reply. A caller with many small copies to make in one handler passes 0
+/// once its inline budget is spent.
 template <class Self, class Done, class Failed>
 void copy_then(Self* self, const caf::actor& copier, copy_job job,
-               std::chrono::milliseconds timeout, Done done, Failed failed) {
-  if (!copier || job.len < bulk_copy_min) {
+               std::chrono::milliseconds timeout, Done done, Failed failed,
+               size_t inline_below = bulk_copy_min) {
+  if (!copier || job.len < inline_below) {
     run_copy(job);
     return done();
   }

@@ -1,5 +1,7 @@
 #include "actors/rendezvous/consumer.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstring>
 #include <optional>
@@ -25,6 +27,10 @@ namespace ferry {
 
 namespace {
 
+/// The get's deadline: a request to itself, answered when the get ends,
+/// that times out at the deadline (so a finished get leaves no timer).
+using get_deadline_atom = caf::atom_constant<caf::atom("get_dline")>;
+
 struct consumer_state {
   consumer_context ctx;
   uint64_t get_seq = 0; // which get of this actor; stale ticks carry an older one
@@ -46,21 +52,17 @@ struct consumer_state {
   // buffer, shared with `block` (a plain view over it) and, should the GET
   // be abandoned, with the UCX engine until UCX lets go of it.
   std::shared_ptr<byte_buffer> direct;
+  uint64_t growing = 0; // `direct` is grown to this, a slice per message
   byte_buffer buffer;
   const chunk_bytes* chunk = nullptr; // the chunk being handled
   std::optional<sliced_copy> copying;  // a GET's copy-out, a slice per message
   std::optional<transfer::send_hold> hold_later; // handed to the service
+  caf::response_promise deadline; // answered as the get ends
   bool done = false;
   static inline const char* name = "ferry.consumer";
 };
 
 using consumer_ptr = caf::stateful_actor<consumer_state>*;
-
-/// A hold that must reach the owner sooner than this goes out at once: a
-/// late hold loses the lease (and, on the RDMA path, a reference), so a
-/// deferred one keeps at least this much margin (a lease timeout of 4 s or
-/// more; the default is 30 s).
-constexpr std::chrono::milliseconds min_hold_deferral{1000};
 
 void apply(consumer_ptr self, transfer::commands cmds);
 
@@ -96,9 +98,17 @@ void recycle(consumer_ptr self) {
     self->send(st.ctx.recycle_to, consumer_idle_atom::value, me);
 }
 
+/// The get ended: its deadline request is answered (no timeout left).
+void end_deadline(consumer_ptr self) {
+  auto& st = self->state;
+  if (st.deadline.pending())
+    st.deadline.deliver(caf::ok_atom::value);
+}
+
 void deliver(consumer_ptr self, const transfer::deliver& d) {
   auto& st = self->state;
   st.done = true;
+  end_deadline(self);
   if (auto* m = st.ctx.metrics) {
     if (st.rules && st.rules->eager())
       m->eager_gets->Increment();
@@ -128,6 +138,7 @@ void deliver(consumer_ptr self, const transfer::deliver& d) {
 void fail(consumer_ptr self, caf::error err) {
   auto& st = self->state;
   st.done = true;
+  end_deadline(self);
   if (st.ctx.metrics)
     st.ctx.metrics->gets_failed->Increment();
   st.rp.deliver(std::move(err));
@@ -204,7 +215,10 @@ void finish_get(consumer_ptr self, uint64_t len) {
   char* into = st.into == transfer::into::raw ? st.dest.data : nullptr;
   auto out = into ? nullptr : std::make_shared<byte_buffer>(result_room(self, len));
   copy_job job{into, block->data(), len, block, out};
-  if (len >= bulk_copy_min && len <= sliced_copy_max) {
+  // A caller's memory is written here only, whatever the size: a get that
+  // fails stops its slices with it, where a copier could go on writing
+  // after the caller was told and let go of its buffer.
+  if (len >= bulk_copy_min && (into || len <= sliced_copy_max)) {
     st.copying.emplace(std::move(job));
     return copy_slice(self); // the first slice at once (up to 4 MiB: all of it)
   }
@@ -245,9 +259,7 @@ void run_get(consumer_ptr self, const rdma_descriptor& desc) {
       if (st.into != transfer::into::pinned_writer)
         st.block.reset();
       st.direct.reset();
-      const auto& err = nanos.error();
-      apply(self, st.rules->on_get_failed(is(err, errc::get_abandoned)
-                                          || err == caf::sec::request_timeout));
+      apply(self, st.rules->on_get_failed(nanos.error()));
     });
 }
 
@@ -260,23 +272,66 @@ pinned_ptr result_as_destination(const std::shared_ptr<byte_buffer>& room) {
                                         0, [room] {});
 }
 
-/// A registered block for the GET (or for get_pinned's chunks); a plain
-/// get's GET lands in its result buffer where the transports allow it.
+/// The machine's memory in bytes (0: unknown): no buffer can be larger.
+uint64_t physical_memory_bytes() {
+  long pages = ::sysconf(_SC_PHYS_PAGES);
+  long page = ::sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
+}
+
+/// Room for `bytes` in `buf` (its contents kept); false, with the get
+/// failed (payload_too_large), when that much memory cannot be had: the
+/// size is the owner's word.
+bool reserve_room(consumer_ptr self, byte_buffer& buf, uint64_t bytes) {
+  static const uint64_t memory = physical_memory_bytes();
+  if (memory > 0 && bytes > memory) {
+    apply(self, self->state.rules->on_error(make_error(
+                  errc::payload_too_large,
+                  "a payload of " + std::to_string(bytes)
+                    + " bytes is larger than this machine's memory ("
+                    + std::to_string(memory) + " bytes)")));
+    return false;
+  }
+  try {
+    if (buf.capacity() < bytes)
+      reserve_for_bulk(buf, bytes);
+    return true;
+  } catch (const std::exception&) { // bad_alloc, length_error
+    apply(self, self->state.rules->on_error(make_error(
+                  errc::payload_too_large,
+                  "cannot allocate " + std::to_string(bytes) + " bytes")));
+    return false;
+  }
+}
+
+/// The result buffer grows to the GET's length a slice per message (a
+/// std::vector cannot be sized without its zero fill, so the fill is never
+/// a whole payload in one handler); then it is the GET's destination.
+void grow_room(consumer_ptr self) {
+  auto& st = self->state;
+  auto& room = *st.direct;
+  room.resize(std::min<uint64_t>(st.growing, room.size() + copy_slice_bytes));
+  if (room.size() < st.growing) // within its capacity: no reallocation
+    return self->send(self, copy_slice_atom::value, st.get_seq);
+  st.growing = 0;
+  st.block = result_as_destination(st.direct);
+  apply(self, st.rules->on_destination(true));
+}
+
+/// A registered block for the GET (or for get_pinned's chunks), or the
+/// plain get's own result buffer (into_result): a warm one cut to size
+/// where one fits (never filled), else a fresh one grown by grow_room.
 void alloc_destination(consumer_ptr self, const transfer::alloc_destination& a) {
   auto& st = self->state;
   if (!st.ctx.reader)
     return apply(self, st.rules->on_destination(false));
-  if (a.for_get && st.into == transfer::into::buffer && st.ctx.cfg.get_into_result) {
-    byte_buffer room;
-    if (st.ctx.warm) {
-      room = st.ctx.warm->take_sized(a.bytes);
-    } else {
-      reserve_for_bulk(room, a.bytes);
-      room.resize(a.bytes);
-    }
+  if (a.into_result) {
+    auto room = st.ctx.warm ? st.ctx.warm->take_unfilled(a.bytes) : byte_buffer{};
+    if (!reserve_room(self, room, a.bytes))
+      return;
     st.direct = std::make_shared<byte_buffer>(std::move(room));
-    st.block = result_as_destination(st.direct);
-    return apply(self, st.rules->on_destination(true));
+    st.growing = a.bytes;
+    return grow_room(self);
   }
   auto seq = st.get_seq;
   // get_pinned hands its block to the caller: never the shared warm one.
@@ -361,6 +416,19 @@ void tell(consumer_ptr self, Atom atom, const Body& body) {
   tell_owner(self->state.route, atom, encode(body));
 }
 
+/// This get ends by `after` from now (see get_deadline_atom).
+void arm_deadline(consumer_ptr self, std::chrono::milliseconds after) {
+  auto seq = self->state.get_seq;
+  self->request(caf::actor_cast<caf::actor>(self), after, get_deadline_atom::value, seq)
+    .then([](caf::ok_atom) {},
+          [=](caf::error& err) {
+            auto& st = self->state;
+            if (err == caf::sec::request_timeout && st.get_seq == seq && !st.done
+                && st.rules)
+              apply(self, st.rules->on_deadline());
+          });
+}
+
 void apply(consumer_ptr self, transfer::commands cmds) {
   bool delivered = false;
   for (auto& cmd : cmds) {
@@ -384,6 +452,8 @@ void apply(consumer_ptr self, transfer::commands cmds) {
           run_get(self, c.descriptor);
         } else if constexpr (std::is_same_v<T, transfer::schedule_renewal>) {
           self->delayed_send(self, c.period, tick_atom::value, st.get_seq);
+        } else if constexpr (std::is_same_v<T, transfer::schedule_deadline>) {
+          arm_deadline(self, c.after);
         } else if constexpr (std::is_same_v<T, transfer::send_renew>) {
           tell(self, rv_lease_renew_atom::value,
                rv_lease_renew_request{st.handle, c.lease_id});
@@ -394,9 +464,9 @@ void apply(consumer_ptr self, transfer::commands cmds) {
           tell(self, rv_release_atom::value,
                rv_release_request{st.handle, c.lease_id});
         } else if constexpr (std::is_same_v<T, transfer::send_hold>) {
-          // Deferred through the consumer service when the bound allows
-          // (most callers end the lease sooner: no message at all).
-          if (st.ctx.recycle_to && c.within >= min_hold_deferral) {
+          // Deferred through the consumer service (most callers end the
+          // lease sooner: no message at all).
+          if (c.deferred) {
             st.hold_later = c;
           } else {
             tell(self, rv_lease_renew_atom::value,
@@ -405,15 +475,9 @@ void apply(consumer_ptr self, transfer::commands cmds) {
               m->holds_sent->Increment();
           }
         } else if constexpr (std::is_same_v<T, transfer::reserve>) {
-          try {
-            // Room only: in-order chunks are appended (place_at), not zeroed.
-            st.buffer = result_room(self, c.bytes);
-            reserve_for_bulk(st.buffer, c.bytes);
-          } catch (const std::exception&) { // bad_alloc, length_error
-            apply(self, st.rules->on_error(make_error(
-                          errc::payload_too_large,
-                          "cannot allocate " + std::to_string(c.bytes) + " bytes")));
-          }
+          // Room only: in-order chunks are appended (place_at), not zeroed.
+          st.buffer = result_room(self, c.bytes);
+          reserve_room(self, st.buffer, c.bytes);
         } else if constexpr (std::is_same_v<T, transfer::write_chunk>) {
           write_chunk(self, c);
         } else if constexpr (std::is_same_v<T, transfer::count>) {
@@ -455,9 +519,11 @@ void on_owner(consumer_ptr self, owner_route route, bool ucx_peer) {
   p.pull_window = cfg.pull_window;
   p.eager_max = cfg.eager_max;
   p.single_use = st.single_use;
-  // A chunked lease is renewed by each pull, and a pull answers or fails
-  // the get within request_timeout, so twice that never ends a live one.
-  p.lease = std::max(cfg.transfer_lease, 2 * cfg.request_timeout);
+  p.lease = cfg.transfer_lease;
+  p.request_timeout = cfg.request_timeout;
+  p.deadline = cfg.transfer_timeout + cfg.request_timeout; // as blocking_client waits
+  p.get_into_result = cfg.get_into_result;
+  p.defer_holds = static_cast<bool>(st.ctx.recycle_to);
   st.rules.emplace(p);
   apply(self, st.rules->start());
 }
@@ -497,8 +563,19 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
   return {
     [=](copy_slice_atom, uint64_t seq) {
       auto& st = self->state;
-      if (seq == st.get_seq && !st.done && st.copying)
+      if (seq != st.get_seq || st.done)
+        return;
+      if (st.copying)
         copy_slice(self);
+      else if (st.growing > 0)
+        grow_room(self);
+    },
+    [=](get_deadline_atom, uint64_t seq) -> caf::result<caf::ok_atom> {
+      auto& st = self->state;
+      if (seq != st.get_seq || st.done)
+        return caf::ok_atom::value;
+      st.deadline = self->make_response_promise();
+      return st.deadline;
     },
     [=](tick_atom, uint64_t seq) {
       auto& st = self->state;

@@ -30,6 +30,9 @@ namespace ferry {
 
 namespace {
 
+/// The shutdown drain copies at most this much inline, in its one handler.
+constexpr uint64_t drain_inline_bytes = copy_slice_bytes;
+
 struct owner_state {
   owner_state() : store(0) {}
   slot_store store;
@@ -788,9 +791,11 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
         reaper = nullptr;
         self->state.reaper_armed = true;
       }
-      // Small slots are copied here, large ones on the bulk copier; the
-      // answer waits for the last copy (the loop itself counts as one, so
-      // copies done inline cannot answer before the loop is through).
+      // Small slots are copied here up to drain_inline_bytes in all, the
+      // rest and every large one on the bulk copier (never an unbounded sum
+      // of copies in this handler); the answer waits for the last copy
+      // (the loop itself counts as one, so copies done inline cannot
+      // answer before the loop is through).
       struct progress {
         size_t waiting = 1;
         uint64_t demoted = 0;
@@ -804,9 +809,13 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
           rp.deliver(left->demoted);
         }
       };
+      uint64_t inline_bytes = 0;
       for (auto& d : self->state.store.plan_demotion()) {
         ++left->waiting;
         auto out = std::make_shared<byte_buffer>();
+        bool here = d.len < bulk_copy_min && inline_bytes + d.len <= drain_inline_bytes;
+        if (here)
+          inline_bytes += d.len;
         copy_then(
           self, self->state.rdma.copier,
           copy_job{nullptr, d.block->data(), d.len, d.block, out},
@@ -817,7 +826,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
               self->state.demoted.push_back(d.block);
             one_done(took);
           },
-          [=](caf::error&) mutable { one_done(false); });
+          [=](caf::error&) mutable { one_done(false); }, here ? bulk_copy_min : 0);
       }
       one_done(false); // the loop's own count
       return rp;

@@ -43,6 +43,9 @@ struct owner_route {
     return r;
   }
 
+  /// One call counted under its channel. A channel call is counted once it
+  /// is answered, since one the engine never sent (no_channel) goes, and is
+  /// counted, by CAF instead.
   void count() const {
     if (metrics)
       metrics->control_calls[static_cast<int>(over_channel() ? control_channel::ucx_am
@@ -80,21 +83,23 @@ auto request_channel(Self* self, const owner_route& r, std::chrono::milliseconds
 template <class Self, class Atom, class OnBody, class OnError>
 void call_owner_json(Self* self, const owner_route& r, std::chrono::milliseconds timeout,
                      Atom atom, std::string body, OnBody on_body, OnError on_error) {
-  r.count();
   if (r.over_channel()) {
     detail::request_channel(self, r, timeout, op_of(atom), body)
       .then(
         [=](const chunk_bytes& answer, const chunk_bytes&) mutable {
+          r.count();
           std::string json{answer.data(), answer.size()};
           on_body(json);
         },
         [=](caf::error& err) mutable {
           if (is(err, errc::no_channel))
             return call_owner_json(self, r.by_caf(), timeout, atom, body, on_body, on_error);
+          r.count();
           on_error(err);
         });
     return;
   }
+  r.count();
   self->request(r.owner, timeout, atom, std::move(body))
     .then([=](std::string& json) mutable { on_body(json); },
           [=](caf::error& err) mutable { on_error(err); });
@@ -106,11 +111,11 @@ void call_owner_json(Self* self, const owner_route& r, std::chrono::milliseconds
 template <class Self, class OnAnswer, class OnError>
 void call_owner_acquire(Self* self, const owner_route& r, std::chrono::milliseconds timeout,
                         std::string body, bool eager, OnAnswer on_answer, OnError on_error) {
-  r.count();
   if (r.over_channel()) {
     detail::request_channel(self, r, timeout, control_op::acquire, body)
       .then(
         [=](const chunk_bytes& answer, const chunk_bytes& payload) mutable {
+          r.count();
           std::string json{answer.data(), answer.size()};
           on_answer(json, eager || payload.size() > 0 ? &payload : nullptr);
         },
@@ -118,10 +123,12 @@ void call_owner_acquire(Self* self, const owner_route& r, std::chrono::milliseco
           if (is(err, errc::no_channel))
             return call_owner_acquire(self, r.by_caf(), timeout, body, eager, on_answer,
                                       on_error);
+          r.count();
           on_error(err);
         });
     return;
   }
+  r.count();
   if (!eager) {
     self->request(r.owner, timeout, rv_acquire_atom::value, std::move(body))
       .then([=](std::string& json) mutable { on_answer(json, nullptr); },
@@ -137,17 +144,22 @@ void call_owner_acquire(Self* self, const owner_route& r, std::chrono::milliseco
 template <class Self, class OnChunk, class OnError>
 void call_owner_pull(Self* self, const owner_route& r, std::chrono::milliseconds timeout,
                      std::string body, OnChunk on_chunk, OnError on_error) {
-  r.count();
   if (r.over_channel()) {
     detail::request_channel(self, r, timeout, control_op::pull, body)
-      .then([=](const chunk_bytes& chunk, const chunk_bytes&) mutable { on_chunk(chunk); },
-            [=](caf::error& err) mutable {
-              if (is(err, errc::no_channel))
-                return call_owner_pull(self, r.by_caf(), timeout, body, on_chunk, on_error);
-              on_error(err);
-            });
+      .then(
+        [=](const chunk_bytes& chunk, const chunk_bytes&) mutable {
+          r.count();
+          on_chunk(chunk);
+        },
+        [=](caf::error& err) mutable {
+          if (is(err, errc::no_channel))
+            return call_owner_pull(self, r.by_caf(), timeout, body, on_chunk, on_error);
+          r.count();
+          on_error(err);
+        });
     return;
   }
+  r.count();
   self->request(r.owner, timeout, rv_pull_atom::value, std::move(body))
     .then([=](const chunk_bytes& chunk) mutable { on_chunk(chunk); },
           [=](caf::error& err) mutable { on_error(err); });

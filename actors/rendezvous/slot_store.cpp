@@ -166,6 +166,7 @@ caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
   if (s->len == 0) // nothing to pull: held from the start
     return rv_ready{add_lease(*s, l, now, duration::zero()), 0, chunk_size_, 0, 0};
   l.transfer_id = next_lease_id_++;
+  l.pulled.assign(chunk_count(*s), false);
   auto lease_id = add_lease(*s, l, now, lease_deadline);
   transfers_.emplace(l.transfer_id, transfer{h.lo, lease_id});
   return rv_ready{lease_id, l.transfer_id, chunk_size_, chunk_count(*s), s->len};
@@ -184,6 +185,11 @@ slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
                       "chunk " + std::to_string(index) + " of a transfer with "
                         + std::to_string(count) + " chunks");
   auto& l = s.leases.at(t->second.lease_id);
+  if (l.pulled[index])
+    return make_error(errc::protocol_violation,
+                      "chunk " + std::to_string(index) + " of transfer "
+                        + std::to_string(transfer_id) + " was pulled already");
+  l.pulled[index] = true;
   if (l.deadline_period > duration::zero())
     l.expires_at = now + l.deadline_period;
   auto offset = index * chunk_size_;

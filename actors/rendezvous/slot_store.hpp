@@ -126,9 +126,10 @@ public:
                                   duration lease_deadline = duration::zero(),
                                   uint64_t holder = 0);
 
-  /// One chunk of an open transfer; renews the lease's deadline. Once as
-  /// many pulls as the transfer has chunks were answered, the transfer is
-  /// done and the lease is held (no deadline, as hold does). A view of
+  /// One chunk of an open transfer; renews the lease's deadline. Each chunk
+  /// is served once (a repeat is a protocol violation and changes nothing);
+  /// once every chunk was, the transfer is done and the lease is held (no
+  /// deadline, as hold does). A view of
   /// plain staged bytes that keeps them alive; a copy of registered memory
   /// (an arena block or a region), whose lifetime the slot does not own.
   caf::expected<chunk_bytes> pull(uint64_t transfer_id, uint64_t index,
@@ -170,7 +171,8 @@ public:
 private:
   struct lease {
     uint64_t transfer_id = 0; // 0 for an RDMA lease or a held one
-    uint64_t served = 0;      // chunk pulls answered on its transfer
+    uint64_t served = 0;      // distinct chunks answered on its transfer
+    std::vector<bool> pulled; // which of them (a chunk is served once)
     bool rdma = false;        // a GET may be reading (descriptor out)
     uint64_t holder = 0;
     duration deadline_period = duration::zero(); // zero: no deadline

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include <caf/sec.hpp>
+
 #include "protocol/errors.hpp"
 #include "rdma/rkey_preparse.hpp"
 
@@ -19,7 +21,10 @@ transfer::transfer(params p) : p_(std::move(p)) {
 }
 
 transfer::commands transfer::start() {
-  return acquire(true);
+  auto out = acquire(true);
+  if (p_.deadline.count() > 0)
+    out.insert(out.begin(), schedule_deadline{p_.deadline});
+  return out;
 }
 
 /// The offer from the three local facts; a fallback acquire offers nothing.
@@ -27,7 +32,10 @@ transfer::commands transfer::acquire(bool allow_offer) {
   commands out;
   rv_acquire_request req;
   req.handle = p_.handle;
-  req.lease_ms = static_cast<uint64_t>(std::max<int64_t>(0, p_.lease.count()));
+  // A chunked lease is renewed by each pull, and a pull answers or fails
+  // the get within request_timeout, so twice that never ends a live one.
+  auto lease = std::max(p_.lease, 2 * p_.request_timeout);
+  req.lease_ms = static_cast<uint64_t>(std::max<int64_t>(0, lease.count()));
   // get_pinned's chunks land in a pool block allocated after the answer.
   req.eager_max = p_.dest == into::pinned_result ? 0 : p_.eager_max;
   asked_eager_ = req.eager_max;
@@ -143,7 +151,7 @@ transfer::commands transfer::on_ready(const rv_ready& r,
   }
   if (r.eager) { // chunk 0 came with the answer: as if pulled and answered
     next_index_ = 1;
-    in_flight_ = 1;
+    in_flight_.push_back(0);
     auto rest = on_chunk(0, *eager_bytes);
     out.insert(out.end(), rest.begin(), rest.end());
     return out;
@@ -172,7 +180,8 @@ transfer::commands transfer::on_rdma(const rv_rdma_grant& g) {
   if (p_.dest == into::pinned_writer) // zero copy: into the caller's block
     return begin_get();
   phase_ = phase::allocating;
-  return {alloc_destination{descriptor_.len, true}};
+  return {alloc_destination{descriptor_.len, true,
+                            p_.dest == into::buffer && p_.get_into_result}};
 }
 
 transfer::commands transfer::on_destination(bool granted) {
@@ -215,10 +224,11 @@ transfer::commands transfer::on_get_done() {
   return out;
 }
 
-transfer::commands transfer::on_get_failed(bool abandoned) {
+transfer::commands transfer::on_get_failed(const caf::error& err) {
   if (phase_ != phase::getting)
     return {};
   renewing_ = false;
+  bool abandoned = is(err, errc::get_abandoned) || err == caf::sec::request_timeout;
   if (abandoned && p_.dest == into::pinned_writer)
     return failed(make_error(errc::get_abandoned,
                              "the GET into the caller's registered writer did not "
@@ -243,18 +253,20 @@ transfer::commands transfer::fall_back(path_reason reason) {
 }
 
 void transfer::pump(commands& out) {
-  while (in_flight_ < p_.pull_window && next_index_ < ready_.chunk_count) {
+  while (in_flight_.size() < p_.pull_window && next_index_ < ready_.chunk_count) {
+    in_flight_.push_back(next_index_);
     out.emplace_back(send_pull{ready_.transfer_id, next_index_++});
-    ++in_flight_;
   }
 }
 
 transfer::commands transfer::on_chunk(uint64_t index, uint64_t size) {
   if (phase_ != phase::pulling)
     return {};
-  if (index >= next_index_)
+  auto pulled = std::find(in_flight_.begin(), in_flight_.end(), index);
+  if (pulled == in_flight_.end())
     return failed(make_error(errc::protocol_violation,
-                             "chunk " + std::to_string(index) + " was not pulled"));
+                             "chunk " + std::to_string(index)
+                               + (index < next_index_ ? " came twice" : " was not pulled")));
   auto offset = index * ready_.chunk_size;
   auto expected = std::min(ready_.chunk_size, ready_.total_len - offset);
   if (size != expected)
@@ -263,7 +275,7 @@ transfer::commands transfer::on_chunk(uint64_t index, uint64_t size) {
                                + std::to_string(size) + " bytes, expected "
                                + std::to_string(expected)));
   commands out{write_chunk{index, offset, eager_}};
-  --in_flight_;
+  in_flight_.erase(pulled);
   if (++received_ == ready_.chunk_count) {
     auto rest = finish(false);
     out.insert(out.end(), rest.begin(), rest.end());
@@ -278,6 +290,14 @@ transfer::commands transfer::on_renew_tick() {
     return {};
   // A lost renewal is harmless: the next one is half a deadline away.
   return {send_renew{lease_id_}, schedule_renewal{renew_period_}};
+}
+
+transfer::commands transfer::on_deadline() {
+  if (phase_ == phase::done)
+    return {};
+  return failed(make_error(errc::timeout, "the get of " + to_string(p_.handle)
+                                            + " did not finish within "
+                                            + std::to_string(p_.deadline.count()) + " ms"));
 }
 
 transfer::commands transfer::on_owner_down(const std::string& why) {
@@ -316,7 +336,9 @@ transfer::commands transfer::finish(bool by_rdma) {
     return {deliver{total_len_, lease_id_, false}};
   // Half a renewal period (a quarter of the lease timeout) is well inside
   // the deadline the last renewal left.
-  return {deliver{total_len_, lease_id_, true}, send_hold{lease_id_, renew_period_ / 2}};
+  auto within = renew_period_ / 2;
+  bool later = p_.defer_holds && within >= min_hold_deferral;
+  return {deliver{total_len_, lease_id_, true}, send_hold{lease_id_, within, later}};
 }
 
 transfer::commands transfer::failed(caf::error err, bool detach) {

@@ -1,14 +1,19 @@
 // transfer: the consumer's rules for one get, as a plain state machine.
 // Events go in (the acquire's answer, a chunk, a destination granted or
-// refused, the GET done or failed, a renewal tick, the owner or the caller
-// gone, a request that failed); commands come out (acquire with or without
-// an offer, pull chunk i, allocate a registered destination, GET into it,
-// renew, detach, hold, write a chunk, count a path decision, deliver, fail).
+// refused, the GET done or failed, a renewal tick, the get's deadline, the
+// owner or the caller gone, a request that failed); commands come out
+// (acquire with or without an offer, pull chunk i, allocate a destination,
+// GET into it, renew, detach, hold now or later, write a chunk, count a
+// path decision, arm the deadline, deliver, fail).
 // No CAF actors, no threads, no clock: the consumer actor is a thin shell
 // that turns messages into events and commands into messages, and which
 // channel carries a command is the shell's business.
 //
 // Rules it owns:
+// - The lease asked for: the configured transfer lease, but never less than
+//   two request timeouts (a pull renews it, and answers or fails within one).
+// - The whole get ends by its deadline (transfer_timeout): timeout, the
+//   lease detached.
 // - The offer comes from local facts only (a registry, the kill switch off,
 //   the owner registered on UCX); each missing fact is counted.
 // - Every acquire asks for a lease deadline; a finished GET tells the owner
@@ -21,13 +26,19 @@
 //   for, is larger than asked, has more than one chunk, or whose bytes do
 //   not match its length is a protocol violation (its lease detached).
 // - Chunks: at most pull_window pulls in flight; each chunk must have the
-//   size its index implies; any arrival order.
+//   size its index implies; any arrival order; a chunk that was not pulled,
+//   or came already, is a protocol violation.
 // - RDMA: a descriptor that does not decode (or disagrees with total_len),
 //   no registered destination, or a failed GET falls back exactly once:
 //   detach, acquire with no offer, pull chunks. A second descriptor is an
 //   error. While the GET runs, a renewal every half lease timeout (5 ms
 //   floor); a lease timeout of 0 starts none. A GET given up while UCX may
-//   still write a caller's writer fails the get instead of reusing it.
+//   still write a caller's writer fails the get instead of reusing it (a
+//   GET abandoned, or one that timed out, may still be written).
+// - A plain get's GET lands in its result buffer where the transports
+//   allow it (get_into_result), else in a registered block.
+// - The hold after a GET goes later, through the consumer service, when it
+//   may (defer_holds) and its bound leaves min_hold_deferral; else at once.
 // - On any failure after the lease was granted it detaches the lease,
 //   except when the owner is gone.
 // - A single-use get (a transparently staged payload) releases instead:
@@ -74,15 +85,27 @@ public:
     uint64_t staged_payload_max = 0; // 0: no limit
     uint32_t pull_window = 8;
     uint64_t eager_max = 0; // the payload inside the acquire's answer up to this (0: never)
-    std::chrono::milliseconds lease{30000}; // lease_ms asked with each acquire
+    std::chrono::milliseconds lease{30000}; // the configured transfer lease
+    std::chrono::milliseconds request_timeout{0}; // the lease is at least twice it
+    std::chrono::milliseconds deadline{0}; // the whole get (0: none)
     bool single_use = false; // release, never hold or detach (see above)
+    bool get_into_result = false; // a plain get's GET may land in its result
+    bool defer_holds = false;     // the shell can send a hold later
   };
+
+  /// A hold that must reach the owner sooner than this goes out at once: a
+  /// late hold loses the lease (and, on the RDMA path, a reference), so a
+  /// deferred one keeps at least this much margin (a lease timeout of 4 s or
+  /// more; the default is 30 s).
+  static constexpr std::chrono::milliseconds min_hold_deferral{1000};
 
   // -- commands ---------------------------------------------------------------
   struct send_acquire { rv_acquire_request request; };
   struct send_pull { uint64_t transfer_id; uint64_t index; };
-  /// A registered block of `bytes`: for the GET, or for pinned_result chunks.
-  struct alloc_destination { uint64_t bytes; bool for_get; };
+  /// A destination of `bytes`: a registered block for the GET or for
+  /// pinned_result chunks, or (`into_result`) the plain get's result buffer
+  /// itself, which the GET writes with no registration.
+  struct alloc_destination { uint64_t bytes; bool for_get; bool into_result = false; };
   /// GET the descriptor's range into the destination (the granted block, or
   /// the caller's writer).
   struct start_get { rdma_descriptor descriptor; };
@@ -94,9 +117,16 @@ public:
   struct send_release { uint64_t lease_id; };
   /// The transfer is done: the lease is held with no deadline from now on.
   /// The owner must have it `within` (0: at once), a quarter of the lease
-  /// timeout, inside the deadline the last renewal left; the shell may wait
-  /// that long and drop the hold if the caller ended the lease first.
-  struct send_hold { uint64_t lease_id; std::chrono::milliseconds within{0}; };
+  /// timeout, inside the deadline the last renewal left. `deferred`: the
+  /// shell hands it to the consumer service, which waits that long and drops
+  /// it if the caller ended the lease first; else it goes now.
+  struct send_hold {
+    uint64_t lease_id;
+    std::chrono::milliseconds within{0};
+    bool deferred = false;
+  };
+  /// Deliver on_deadline() after `after` (once, at the start).
+  struct schedule_deadline { std::chrono::milliseconds after; };
   /// Buffer mode: reserve room for the whole payload (chunks append).
   struct reserve { uint64_t bytes; };
   /// Write the chunk just received at `offset` of the destination.
@@ -108,8 +138,8 @@ public:
   struct fail { caf::error error; };
 
   using command = std::variant<send_acquire, send_pull, alloc_destination, start_get,
-                               schedule_renewal, send_renew, send_detach, send_release,
-                               send_hold,
+                               schedule_renewal, schedule_deadline, send_renew,
+                               send_detach, send_release, send_hold,
                                reserve, write_chunk, count, deliver, fail>;
   using commands = std::vector<command>;
 
@@ -127,9 +157,12 @@ public:
   /// The registered destination asked for was granted or refused.
   commands on_destination(bool granted);
   commands on_get_done();
-  /// `abandoned`: UCX may still write the destination.
-  commands on_get_failed(bool abandoned);
+  /// The GET failed with `err`; one abandoned (errc::get_abandoned) or
+  /// timed out may still be written by UCX.
+  commands on_get_failed(const caf::error& err);
   commands on_renew_tick();
+  /// The get's deadline passed.
+  commands on_deadline();
   commands on_owner_down(const std::string& why);
   commands on_caller_gone();
   /// A request of this transfer failed (acquire, pull, an allocation), or
@@ -179,7 +212,7 @@ private:
   rdma_descriptor descriptor_;
   rv_ready ready_;
   uint64_t next_index_ = 0;
-  uint64_t in_flight_ = 0;
+  std::vector<uint64_t> in_flight_; // pulled, not answered (at most pull_window)
   uint64_t received_ = 0;
 };
 

@@ -13,11 +13,10 @@ byte_buffer warm_buffers::take(size_t size) {
   return out;
 }
 
-byte_buffer warm_buffers::take_sized(size_t size) {
+byte_buffer warm_buffers::take_unfilled(size_t size) {
   auto out = take_kept(size);
-  if (out.capacity() < size)
-    reserve_for_bulk(out, size);
-  out.resize(size); // shrinking, or growing what was never written
+  if (out.size() > size)
+    out.resize(size); // a cut: no fill
   return out;
 }
 

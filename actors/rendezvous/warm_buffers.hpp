@@ -40,11 +40,11 @@ public:
   /// fits, else an empty fresh one (no room).
   byte_buffer take(size_t size);
 
-  /// A buffer of exactly `size` bytes whose contents are to be overwritten
-  /// (a GET's destination): the smallest kept one that fits, cut or grown
-  /// to `size` (a buffer kept at that size or larger is never zero-filled),
-  /// else a fresh one (asked for huge pages first, then zero-filled).
-  byte_buffer take_sized(size_t size);
+  /// A buffer whose contents are to be overwritten (a GET's destination):
+  /// the smallest kept one with room for `size` bytes, cut to `size` when
+  /// it is longer (never zero-filled) and else left as long as it is, or an
+  /// empty fresh one. The caller grows it to `size` (no fill was done here).
+  byte_buffer take_unfilled(size_t size);
 
   /// Keeps `buf` for a later take when it is large and fits the bound, the
   /// oldest kept ones making room; else frees it. Its bytes stay as they

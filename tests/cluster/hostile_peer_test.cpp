@@ -30,6 +30,11 @@
 #include "runtime/blocking_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
+#ifdef FERRY_WITH_UCX
+#  include "rdma/ucx_context.hpp"
+#  include "rdma/ucx_memory.hpp"
+#  include "rdma/ucx_worker.hpp"
+#endif
 
 using namespace ferry;
 using namespace std::chrono_literals;
@@ -213,6 +218,18 @@ enum scenario : uint64_t {
   eager_huge = 9,     // eager, 2^64-1 bytes in one chunk
   eager_unmarked = 10, // 100 bytes with an answer that is not eager
   eager_ok = 11,      // a well-formed eager answer of 100 bytes
+  // RDMA grants with a real UCX key (HostileRdmaOwner); an acquire without
+  // an offer (the consumer's fallback) is answered RDMA again.
+  rdma_huge = 12,     // 2^60 bytes, descriptor and answer agreeing
+  rdma_wrapping = 13, // addr + len past 2^64
+  rdma_mismatch = 14, // the descriptor says 4096 bytes, the answer 8192
+};
+
+/// What the hostile owner puts in an RDMA grant: a real registration's
+/// address and packed key (HostileRdmaOwner), so only the lengths lie.
+struct hostile_key {
+  uint64_t addr = 0;
+  std::vector<uint8_t> rkey;
 };
 
 constexpr uint64_t hostile_worker = 0x0bad0bad0bad;
@@ -255,8 +272,35 @@ caf::result<std::string, chunk_bytes> hostile_eager_answer(const data_handle& h)
   return caf::result<std::string, chunk_bytes>{encode(answer), std::move(bytes)};
 }
 
+/// The RDMA grant of an rdma_* scenario.
+rv_rdma_grant hostile_grant(uint64_t scenario, const hostile_key& key) {
+  rdma_descriptor d;
+  d.addr = key.addr;
+  d.rkey = key.rkey;
+  d.len = 4096;
+  uint64_t total = 4096;
+  switch (scenario) {
+    case rdma_huge:
+      d.len = total = uint64_t{1} << 60;
+      break;
+    case rdma_wrapping: // written by hand: the encoder refuses the range
+      d.addr = ~uint64_t{0} - 4095;
+      d.len = total = 8192;
+      break;
+    case rdma_mismatch:
+      total = 8192;
+      break;
+  }
+  auto wrapped = d;
+  wrapped.addr = key.addr;
+  auto bytes = encode_descriptor(wrapped);
+  for (int k = 0; k < 8; ++k)
+    bytes[11 + k] = static_cast<uint8_t>(d.addr >> (8 * k));
+  return rv_rdma_grant{1, bytes, 30000, total};
+}
+
 caf::behavior hostile_owner(caf::event_based_actor*, std::shared_ptr<owner_log> log,
-                            bool truncate) {
+                            bool truncate, hostile_key key) {
   return {
     [=](rv_acquire_atom, const std::string& body) -> caf::result<std::string> {
       ++log->acquires;
@@ -277,6 +321,11 @@ caf::behavior hostile_owner(caf::event_based_actor*, std::shared_ptr<owner_log> 
           break;
         case garbage:
           return std::string{"\x01not json"};
+        case rdma_huge:
+        case rdma_wrapping:
+        case rdma_mismatch:
+          r.rdma = hostile_grant(req->handle.lo, key);
+          break;
         default:
           r.rdma = rv_rdma_grant{1, {1, 2, 3}, 30000, top};
       }
@@ -308,17 +357,24 @@ caf::behavior hostile_owner(caf::event_based_actor*, std::shared_ptr<owner_log> 
 /// A plain CAF system whose published gateway answers a hello with the
 /// hostile owner; a ferry node in this process connects to it and pulls.
 struct HostileOwner : ::testing::Test {
-  explicit HostileOwner(bool truncate = false) : sys(cfg), local(local_config()) {
-    owner = sys.spawn(hostile_owner, log, truncate);
+  /// `ucx_address` and `key`: the hostile node says it has UCX.
+  explicit HostileOwner(bool truncate = false, std::vector<char> ucx_address = {},
+                        hostile_key key = {}, node_config lc = local_config())
+    : sys(cfg), local(lc) {
+    owner = sys.spawn(hostile_owner, log, truncate, key);
     auto o = owner;
     // Typed as a ferry gateway, which is what a node's connect checks for.
-    gateway = sys.spawn([o](gateway_actor::pointer self, int) -> gateway_actor::behavior_type {
+    gateway = sys.spawn([o, ucx_address](gateway_actor::pointer self, int) -> gateway_actor::behavior_type {
       auto refuse = [] { return make_error(errc::invalid_argument, "hostile"); };
       return {
         [=](hello_atom, peer_hello&) -> caf::result<peer_hello> {
           peer_hello h;
           h.worker_id = hostile_worker;
           h.capabilities = {"chunked"};
+          if (!ucx_address.empty()) {
+            h.capabilities.push_back("ucx");
+            h.ucx_address = ucx_address;
+          }
           h.host = "127.0.0.1";
           h.gateway = caf::actor_cast<caf::actor>(self);
           h.owner = o;
@@ -379,6 +435,46 @@ struct HostileOwner : ::testing::Test {
 struct HostileTruncatingOwner : HostileOwner {
   HostileTruncatingOwner() : HostileOwner(true) {}
 };
+
+#ifdef FERRY_WITH_UCX
+/// The hostile node's UCX side: a real worker whose address goes in its
+/// hello and a real registration whose key goes in its grants. Nobody
+/// progresses the worker: a GET the consumer started would never finish.
+struct hostile_ucx {
+  hostile_ucx() {
+    ::setenv("UCX_TLS", "tcp", 1); // before any context of this process
+    ::setenv("UCX_NET_DEVICES", "lo", 1);
+    auto c = ucx_context::create();
+    if (!c)
+      throw std::runtime_error(c.error_message());
+    context.emplace(std::move(*c));
+    auto w = ucx_worker::create(*context);
+    if (!w)
+      throw std::runtime_error(w.error_message());
+    worker.emplace(std::move(*w));
+    auto m = ucx_memory::map(*context, 1 << 20, false);
+    if (!m)
+      throw std::runtime_error(m.error_message());
+    memory.emplace(std::move(*m));
+  }
+  hostile_key key() const { return {memory->address(), memory->rkey()}; }
+  std::optional<ucx_context> context;
+  std::optional<ucx_worker> worker;
+  std::optional<ucx_memory> memory;
+};
+
+struct HostileRdmaOwner : HostileOwner {
+  HostileRdmaOwner() : HostileRdmaOwner(std::make_unique<hostile_ucx>()) {}
+  explicit HostileRdmaOwner(std::unique_ptr<hostile_ucx> u)
+    : HostileOwner(false, u->worker->address(), u->key(), rdma_config()), ucx(std::move(u)) {}
+  static node_config rdma_config() {
+    auto c = local_config();
+    c.metrics_port = 0;
+    return c;
+  }
+  std::unique_ptr<hostile_ucx> ucx;
+};
+#endif
 
 } // namespace
 
@@ -483,3 +579,52 @@ TEST(HostileEndpoint, ConnectingToWhatIsNoGatewayFailsWithinTheRequestTimeout) {
   ::close(silent);
   caf::anon_send_exit(plain, caf::exit_reason::user_shutdown);
 }
+
+#ifdef FERRY_WITH_UCX
+TEST_F(HostileRdmaOwner, RdmaGrantsWithHugeWrappingOrMismatchedLengthsFailCleanly) {
+  blocking_client client{local};
+  struct row {
+    scenario s;
+    errc expected;
+    int detaches;           // leases the consumer gave back
+    const char* decode_errors; // descriptors refused so far (the path metric)
+  };
+  const row rows[] = {
+    // Allocated as asked, 2^60 bytes cannot be had: an error reply.
+    {rdma_huge, errc::payload_too_large, 1, nullptr},
+    // Refused before any allocation or GET: the fallback's acquire, answered
+    // RDMA once more, is the second descriptor.
+    {rdma_wrapping, errc::protocol_violation, 2, "1"},
+    {rdma_mismatch, errc::protocol_violation, 2, "2"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(static_cast<int>(r.s));
+    auto before = log->detaches.load();
+    auto got = client.get(data_handle{hostile_worker, r.s});
+    ASSERT_FALSE(got);
+    EXPECT_TRUE(is(got.error(), r.expected)) << describe(got.error());
+    for (int i = 0; i < 500 && log->detaches.load() < before + r.detaches; ++i)
+      std::this_thread::sleep_for(2ms);
+    EXPECT_EQ(log->detaches.load(), before + r.detaches);
+    if (r.decode_errors) {
+      auto text = test::scrape_metrics(local.metrics_port());
+      EXPECT_EQ(test::series_value(
+                  text, R"(ferry_rendezvous_rdma_path_total{path="chunked",reason="decode_error"})"),
+                std::stod(r.decode_errors));
+    }
+  }
+  // The consumer asked each time with an offer: the hostile node's UCX was
+  // taken at its word, so the grants were read and judged.
+  auto text = test::scrape_metrics(local.metrics_port());
+  EXPECT_LE(test::series_value( // -1: never counted
+              text, R"(ferry_rendezvous_rdma_path_total{path="chunked",reason="no_offer"})"),
+            0);
+  // The node is unharmed.
+  auto bytes = test::payload(3 * 512 * 1024);
+  auto h = client.register_data(bytes);
+  ASSERT_TRUE(h);
+  auto again = client.get(*h);
+  ASSERT_TRUE(again) << describe(again.error());
+  EXPECT_EQ(again->bytes, bytes);
+}
+#endif

@@ -20,6 +20,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       std::abort(); // accepted bytes it did not account for
     if (d.len == 0 || d.flags != 0 || d.rkey.size() > ferry::max_descriptor_rkey_bytes)
       std::abort();
+    if (d.len > UINT64_MAX - d.addr)
+      std::abort(); // an accepted range must not wrap past 2^64
     const auto again = ferry::encode_descriptor(d);
     if (again.size() != size || std::memcmp(again.data(), copy, size) != 0)
       std::abort(); // round trip changed the bytes

@@ -90,6 +90,15 @@ int main(int argc, char** argv) {
     b[k] = 0;
   ok = write_file(desc_dir, "refuse_zero_len", b) && ok;
   b = good;
+  for (int k = 11; k < 19; ++k) // addr 2^64 - 1: the range wraps
+    b[k] = 0xff;
+  ok = write_file(desc_dir, "refuse_range_overflow", b) && ok;
+  b = good; // the last range that fits: addr 2^64 - 1 - len
+  for (int k = 11; k < 19; ++k)
+    b[k] = 0xff;
+  b[11 + 2] = 0xef; // 2^64 - 1 - 2^20 (len is 2^20)
+  ok = write_file(desc_dir, "edge_range_fits", b) && ok;
+  b = good;
   b.pop_back();
   ok = write_file(desc_dir, "refuse_mismatch", b) && ok;
   b = good;

@@ -157,9 +157,26 @@ TEST(RegisteredBudget, PageRoundingNeverWrapsAndHugeSizesAreRefused) {
   EXPECT_EQ(b.used(), page_bytes);
 }
 
+TEST(ArenaPoolGranules, CountsWholeGranulesAndNeverWraps) {
+  constexpr auto top = ~uint64_t{0};
+  constexpr auto g = arena_pool_config::granule;
+  struct row {
+    uint64_t bytes, granules;
+  };
+  const row rows[] = {
+    {0, 0}, {1, 1}, {g - 1, 1}, {g, 1}, {g + 1, 2},
+    {top, top / g + 1},         // (top + g - 1) / g would wrap to 0
+    {top - g + 2, top / g + 1}, // the first size whose rounding wraps
+    {top - (top % g), top / g}, // a whole number of granules below 2^64
+  };
+  for (const auto& r : rows)
+    EXPECT_EQ(granules_for(r.bytes), r.granules) << r.bytes;
+}
+
 TEST_F(ArenaPool, AHugeRequestIsRefusedNotWrapped) {
   auto pool = make(small(), 100 * KiB);
-  for (uint64_t n : {~uint64_t{0}, ~uint64_t{0} - 4095, uint64_t{1} << 63}) {
+  for (uint64_t n : {~uint64_t{0}, ~uint64_t{0} - 4095, ~uint64_t{0} - 4094,
+                     uint64_t{1} << 63, (uint64_t{0xFFFFFFF0} + 1) * 4096}) {
     auto r = pool.allocate(n, true);
     ASSERT_TRUE(std::holds_alternative<pool_refusal>(r)) << n;
   }

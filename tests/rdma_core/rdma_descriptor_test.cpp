@@ -71,9 +71,15 @@ TEST(RdmaDescriptorCodec, round_trips_every_key_size_class) {
 TEST(RdmaDescriptorCodec, extreme_field_values_round_trip) {
   auto d = sample(4);
   d.generation = ~0ull;
-  d.addr = ~0ull;
-  d.len = ~0ull;
+  d.addr = 0;
+  d.len = ~0ull; // the whole range below 2^64
   auto bytes = encode_descriptor(d);
+  auto whole = decode_descriptor(bytes.data(), bytes.size());
+  ASSERT_TRUE(whole.ok());
+  EXPECT_EQ(*whole.descriptor, d);
+  d.addr = ~0ull - 1; // the last byte below 2^64
+  d.len = 1;
+  bytes = encode_descriptor(d);
   auto r = decode_descriptor(bytes.data(), bytes.size());
   ASSERT_TRUE(r.ok());
   EXPECT_EQ(*r.descriptor, d);
@@ -127,6 +133,43 @@ TEST(RdmaDescriptorRefusal, zero_len) {
   EXPECT_EQ(refusal_of(bytes), descriptor_refusal::zero_len);
 }
 
+TEST(RdmaDescriptorRefusal, range_overflow) {
+  struct row {
+    uint64_t addr, len;
+    bool fits;
+  };
+  const row rows[] = {
+    {UINT64_MAX, 1, false},             // one byte past the end
+    {UINT64_MAX - 99, 100, false},      // addr + len == 2^64 wraps to 0
+    {UINT64_MAX - 100, 100, true},      // ends at 2^64 - 1
+    {1, UINT64_MAX, false},
+    {0, UINT64_MAX, true},
+    {0x00007f00deadbeefull, 1ull << 60, true},
+    {1ull << 63, (1ull << 63) + 1, false},
+  };
+  for (const auto& r : rows) {
+    auto d = sample();
+    d.addr = r.addr;
+    d.len = r.len;
+    SCOPED_TRACE(std::to_string(r.addr) + " + " + std::to_string(r.len));
+    EXPECT_EQ(ferry::validate_descriptor(d).has_value(), !r.fits);
+    if (!r.fits) {
+      EXPECT_EQ(ferry::validate_descriptor(d), descriptor_refusal::range_overflow);
+      EXPECT_TRUE(encode_descriptor(d).empty()); // an owner can never send one
+    }
+    // The wire form, written by hand (the encoder refuses to).
+    auto b = encode_descriptor(sample());
+    for (int k = 0; k < 8; ++k) {
+      b[11 + k] = static_cast<uint8_t>(r.addr >> (8 * k));
+      b[19 + k] = static_cast<uint8_t>(r.len >> (8 * k));
+    }
+    auto got = decode_descriptor(b.data(), b.size());
+    EXPECT_EQ(got.ok(), r.fits);
+    if (!r.fits)
+      EXPECT_EQ(got.refusal, descriptor_refusal::range_overflow);
+  }
+}
+
 TEST(RdmaDescriptorRefusal, rkey_too_long) {
   auto bytes = encode_descriptor(sample(0));
   for (unsigned n : {4097u, 5000u, 65535u}) {
@@ -176,11 +219,12 @@ TEST(RdmaDescriptorRefusal, names_are_distinct) {
   for (auto r :
        {descriptor_refusal::too_short, descriptor_refusal::unknown_backend,
         descriptor_refusal::unknown_version, descriptor_refusal::nonzero_flags,
-        descriptor_refusal::zero_len, descriptor_refusal::rkey_too_long,
+        descriptor_refusal::zero_len, descriptor_refusal::range_overflow,
+        descriptor_refusal::rkey_too_long,
         descriptor_refusal::rkey_len_mismatch,
         descriptor_refusal::trailing_bytes})
     names.insert(to_string(r));
-  EXPECT_EQ(names.size(), 8u);
+  EXPECT_EQ(names.size(), 9u);
   EXPECT_STREQ(to_string(descriptor_refusal::rkey_len_mismatch),
                "rkey_len_mismatch");
 }

@@ -3,9 +3,12 @@
 // the consumer reads it through fake_rdma_reader (tests/support). Each
 // test drives one rule: the GET, each fallback exactly once, the
 // receiver's limit before any allocation, the held lease, the writer.
+#include <atomic>
+
 #include <prometheus/counter.h>
 
 #include "actors/rdma/arena_pool_actor.hpp"
+#include "actors/rendezvous/bulk_copier.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rv_messages.hpp"
 #include "tests/actors/actor_fixture.hpp"
@@ -29,6 +32,19 @@ fake_rdma_faults faults_where(F set) {
 }
 
 constexpr uint64_t remote = 8; // the owner the consumer GETs from
+constexpr uint64_t MiB = 1 << 20;
+
+/// A bulk copier that copies at once (on the test coordinator) and counts
+/// the jobs it was given.
+caf::behavior counting_copier(caf::event_based_actor*, std::shared_ptr<std::atomic<int>> jobs) {
+  return {
+    [=](copy_atom, const copy_job& job) {
+      ++*jobs;
+      run_copy(job);
+      return caf::ok_atom::value;
+    },
+  };
+}
 constexpr auto rdma_lease = 4000ms; // a hold is deferred from 4 s on
 
 struct ActorRdma : ferry::test::ActorFixture {
@@ -45,6 +61,8 @@ struct ActorRdma : ferry::test::ActorFixture {
     oc.lease_timeout = rdma_lease;
     owner_rdma_links links;
     links.pool = pool;
+    links.copier = sys.spawn(counting_copier, copier_jobs);
+    copier = links.copier;
     remote_owner = spawn_owner(sys, remote, oc, &remote_om, links);
     peers->put(remote, {caf::actor_cast<caf::actor>(remote_owner), true, caf::actor{}});
     reader = std::make_shared<fake_rdma_reader>(sys, pool, memory);
@@ -54,6 +72,7 @@ struct ActorRdma : ferry::test::ActorFixture {
   ~ActorRdma() override {
     caf::anon_send_exit(remote_owner, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(copier, caf::exit_reason::user_shutdown);
     sched.run();
   }
 
@@ -64,6 +83,7 @@ struct ActorRdma : ferry::test::ActorFixture {
     caf::anon_send_exit(ctx->consumer, caf::exit_reason::user_shutdown);
     auto cc = consumer_ctx();
     cc.reader = reader;
+    cc.warm = warm;
     cc.cfg.rdma_configured = true;
     cc.cfg.request_timeout = 1s;
     cc.cfg.transfer_timeout = 20s;
@@ -114,6 +134,9 @@ struct ActorRdma : ferry::test::ActorFixture {
   owner_metrics remote_om;
   owner_actor remote_owner;
   std::shared_ptr<fake_rdma_reader> reader;
+  std::shared_ptr<warm_buffers> warm; // the consumers' (none unless a test sets it)
+  std::shared_ptr<std::atomic<int>> copier_jobs = std::make_shared<std::atomic<int>>(0);
+  caf::actor copier; // the remote owner's
 };
 
 } // namespace
@@ -279,4 +302,68 @@ TEST_F(ActorRdma, AnOwnerThatDiesMidGetFailsTheGet) {
   sched.run();
   ASSERT_TRUE(pending->done());
   EXPECT_TRUE(is(pending->error, errc::peer_down)) << describe(pending->error);
+}
+
+TEST_F(ActorRdma, APlainGetsGetLandsInItsResultBufferWithNoRegisteredDestination) {
+  use_consumers([](consumer_config& c) { c.get_into_result = true; });
+  // 9 MiB: the fresh result grows in three 4 MiB slices before the GET.
+  auto h = stage_pinned(9 * MiB + 3);
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(r.values) << describe(r.error);
+  auto& bytes = std::get<0>(*r.values);
+  ASSERT_EQ(bytes.size(), 9 * MiB + 3);
+  expect_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(reader->gets(), 1u);
+  EXPECT_EQ(reader->allocations(), 0u); // no registered destination
+  EXPECT_EQ(reader->recycled(), 0u);    // and none to copy out of
+  EXPECT_EQ(path(transfer_path::rdma, path_reason::ok), 1);
+}
+
+TEST_F(ActorRdma, AWarmBufferThatFitsIsTheGetsResultAsItIs) {
+  warm = std::make_shared<warm_buffers>(64 * MiB);
+  use_consumers([](consumer_config& c) { c.get_into_result = true; });
+  warm->give(byte_buffer(6 * MiB, 'p'));
+  ASSERT_EQ(warm->kept_buffers(), 1u);
+  auto h = stage_pinned(5 * MiB);
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(r.values) << describe(r.error);
+  auto& bytes = std::get<0>(*r.values);
+  EXPECT_EQ(warm->kept_buffers(), 0u); // the kept pages, cut to size, took the GET
+  ASSERT_EQ(bytes.size(), 5 * MiB);
+  expect_bytes(bytes.data(), bytes.size());
+  EXPECT_EQ(reader->allocations(), 0u);
+}
+
+TEST_F(ActorRdma, AnAbandonedGetIntoTheResultKeepsThatBufferAndFallsBackToChunks) {
+  use_consumers([](consumer_config& c) { c.get_into_result = true; });
+  reader->set_faults(faults_where([](fake_rdma_faults& f) { f.abandon_gets = true; }));
+  auto h = stage_pinned(3 * chunk);
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(r.values) << describe(r.error);
+  expect_bytes(std::get<0>(*r.values).data(), 3 * chunk);
+  EXPECT_EQ(path(transfer_path::chunked, path_reason::get_failed), 1);
+  // The buffer UCX may still write stays with the reader; the chunks went
+  // to a fresh one.
+  EXPECT_EQ(reader->held_destinations(), 1u);
+  EXPECT_EQ(reader->allocations(), 0u);
+  EXPECT_EQ(remote_om.chunks_served->Value(), 3);
+}
+
+TEST_F(ActorRdma, TheShutdownDrainCopiesAtMostFourMiBInlineAndTheRestOnTheCopier) {
+  // Ten slots of 768 KiB, each below the copier's 1 MiB: five (3.75 MiB)
+  // are copied in the drain's handler, the other five on the copier.
+  std::vector<data_handle> handles;
+  for (int i = 0; i < 10; ++i)
+    handles.push_back(stage_pinned(768 * 1024));
+  auto before = copier_jobs->load();
+  auto drained = call<uint64_t>(remote_owner, drain_atom::value);
+  ASSERT_TRUE(drained.values) << describe(drained.error);
+  EXPECT_EQ(std::get<0>(*drained.values), 10u);
+  EXPECT_EQ(copier_jobs->load() - before, 5);
+  // Every slot still serves its bytes, now by chunks from plain memory.
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, handles.back());
+  ASSERT_TRUE(r.values) << describe(r.error);
+  ASSERT_EQ(std::get<0>(*r.values).size(), 768u * 1024);
+  expect_bytes(std::get<0>(*r.values).data(), 768 * 1024);
+  EXPECT_EQ(remote_paths.value(transfer_path::chunked, path_reason::not_pinned), 1);
 }

@@ -247,10 +247,13 @@ TEST_F(SlotStore, PlainChunksShareThePayloadAndKeepItAlive) {
   auto h = store.register_data(payload, t0);
   auto ready = store.acquire(h, t0);
   ASSERT_TRUE(ready);
+  auto other = store.acquire(h, t0); // a second reader of the same chunk
+  ASSERT_TRUE(other);
   auto first = store.pull(ready->transfer_id, 0, t0);
-  auto second = store.pull(ready->transfer_id, 0, t0);
+  auto second = store.pull(other->transfer_id, 0, t0);
   ASSERT_TRUE(first && second);
   EXPECT_EQ(first->data(), second->data()); // views of one buffer, no copies
+  ASSERT_FALSE(store.detach(h, other->lease_id));
   auto r = store.release(h, ready->lease_id);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->freed);
@@ -493,6 +496,32 @@ TEST_F(SlotStore, TheLastChunkServedHoldsTheLeaseWithNoDeadline) {
   EXPECT_EQ(store.sweep(t0 + 1h).leases_expired, 0u);
   EXPECT_TRUE(is(store.pull(ready->transfer_id, 0, t0).error(), errc::unknown_transfer));
   EXPECT_EQ(store.drop_holder(3), 1u); // still its node's
+}
+
+TEST_F(SlotStore, AChunkPulledTwiceIsRefusedAndNeitherRenewsNorClosesTheTransfer) {
+  auto h = store.register_data(bytes_of(10), t0); // 3 chunks of 4
+  auto ready = store.acquire(h, t0, 50ms, 3);
+  ASSERT_TRUE(ready);
+  ASSERT_TRUE(store.pull(ready->transfer_id, 0, t0));
+  ASSERT_TRUE(store.pull(ready->transfer_id, 1, t0));
+  // Pulled again, twice: refused, and counted nowhere (three pulls would
+  // otherwise close a transfer of three chunks with chunk 2 never served).
+  for (int i = 0; i < 2; ++i) {
+    auto again = store.pull(ready->transfer_id, 1, t0 + 40ms);
+    ASSERT_FALSE(again);
+    EXPECT_TRUE(is(again.error(), errc::protocol_violation)) << describe(again.error());
+    EXPECT_NE(describe(again.error()).find("chunk 1 of transfer"), std::string::npos);
+  }
+  EXPECT_EQ(store.current_stats().transfers, 1u);
+  // The refused pull renewed nothing: the deadline is still 50 ms from t0.
+  EXPECT_EQ(store.sweep(t0 + 60ms).leases_expired, 1u);
+  EXPECT_EQ(store.current_stats().leases, 0u);
+  // A fresh lease serves every chunk once and is then held.
+  auto next = store.acquire(h, t0, 50ms, 3);
+  ASSERT_TRUE(next);
+  EXPECT_EQ(pull_chunks(store, *next, t0), bytes_of(10));
+  EXPECT_EQ(store.current_stats().transfers, 0u);
+  EXPECT_EQ(store.current_stats().leases, 1u);
 }
 
 TEST_F(SlotStore, AnEmptyPayloadsLeaseIsHeldAtOnce) {

@@ -7,6 +7,8 @@
 #include <optional>
 #include <set>
 
+#include <caf/sec.hpp>
+
 #include "actors/rendezvous/transfer.hpp"
 #include "protocol/errors.hpp"
 
@@ -281,7 +283,7 @@ TEST(Transfer, EachFallbackReasonFallsBackOnceToChunks) {
     t.on_acquired(rdma(64));
     auto granted = t.on_destination(true);
     EXPECT_TRUE(has<T::start_get>(granted));
-    return t.on_get_failed(false);
+    return t.on_get_failed(make_error(errc::get_failed, "refused"));
   };
   const row rows[] = {
     {"descriptor with a trailing byte", bad_bytes, path_reason::decode_error},
@@ -315,7 +317,7 @@ TEST(Transfer, TheFallbackPullsAndFinishesByChunks) {
   t.start();
   t.on_acquired(rdma(8));
   t.on_destination(true);
-  t.on_get_failed(false);
+  t.on_get_failed(make_error(errc::get_failed, "refused"));
   auto cmds = t.on_acquired(ready(8));
   EXPECT_EQ(all<T::send_pull>(cmds).size(), 2u);
   t.on_chunk(1, 4);
@@ -364,6 +366,9 @@ TEST(Transfer, RenewalsEveryHalfLeaseWithAFloorAndNoneForZero) {
 }
 
 TEST(Transfer, AnAbandonedGetIntoACallersWriterFailsInsteadOfReusingIt) {
+  // An abandoned GET and one that timed out may both still be written.
+  for (caf::error why : {make_error(errc::get_abandoned, "abandoned"),
+                         caf::make_error(caf::sec::request_timeout)})
   for (auto dest : {T::into::pinned_writer, T::into::buffer, T::into::raw}) {
     auto p = params(dest);
     p.room = 64;
@@ -376,7 +381,7 @@ TEST(Transfer, AnAbandonedGetIntoACallersWriterFailsInsteadOfReusingIt) {
     } else {
       t.on_destination(true);
     }
-    auto cmds = t.on_get_failed(true);
+    auto cmds = t.on_get_failed(why);
     if (dest == T::into::pinned_writer) {
       EXPECT_TRUE(is(one<T::fail>(cmds).error, errc::get_abandoned));
       EXPECT_EQ(one<T::send_detach>(cmds).lease_id, 21u);
@@ -634,4 +639,184 @@ TEST(Transfer, AnEagerSingleUseGetReleasesWhenItDelivers) {
   auto cmds = t.on_acquired(eager_ready(100), 100);
   EXPECT_EQ(one<T::deliver>(cmds).total_len, 100u);
   EXPECT_EQ(one<T::send_release>(cmds).lease_id, 11u);
+}
+
+TEST(Transfer, AGetFailureThatLeavesNoWriteBehindRetriesAWritersGetByChunks) {
+  for (caf::error why : {make_error(errc::get_failed, "refused"),
+                         make_error(errc::peer_down, "endpoint closed")}) {
+    auto p = params(T::into::pinned_writer);
+    p.room = 64;
+    T t{p};
+    t.start();
+    t.on_acquired(rdma(64));
+    auto cmds = t.on_get_failed(why);
+    EXPECT_FALSE(has<T::fail>(cmds));
+    EXPECT_EQ(one<T::count>(cmds).reason, path_reason::get_failed);
+    EXPECT_TRUE(has<T::send_acquire>(cmds));
+  }
+}
+
+TEST(Transfer, ARepeatedOrUnpulledChunkIsAProtocolViolation) {
+  struct row {
+    const char* what;
+    std::vector<uint64_t> answers; // chunk indices, in arrival order
+    const char* says;              // nullptr: delivered
+  };
+  // 3 chunks of 4 bytes, window 2: pulls 0 and 1, then 2 after the first.
+  const row rows[] = {
+    {"each once", {1, 0, 2}, nullptr},
+    {"the same one twice in the window", {0, 0}, "chunk 0 came twice"},
+    {"a finished one again", {1, 2, 1}, "chunk 1 came twice"},
+    {"one never pulled", {2}, "chunk 2 was not pulled"},
+    {"past the end", {7}, "chunk 7 was not pulled"},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.what);
+    T t{params()};
+    t.start();
+    auto first = t.on_acquired(ready(12));
+    EXPECT_EQ(all<T::send_pull>(first).size(), 2u);
+    T::commands last;
+    for (auto i : r.answers) {
+      last = t.on_chunk(i, 4);
+      if (has<T::fail>(last))
+        break;
+    }
+    if (!r.says) {
+      EXPECT_EQ(one<T::deliver>(last).total_len, 12u);
+      continue;
+    }
+    auto err = one<T::fail>(last).error;
+    EXPECT_TRUE(is(err, errc::protocol_violation));
+    EXPECT_NE(describe(err).find(r.says), std::string::npos) << describe(err);
+    EXPECT_EQ(one<T::send_detach>(last).lease_id, 11u); // its lease goes back
+    EXPECT_FALSE(has<T::write_chunk>(last));
+    EXPECT_TRUE(t.finished());
+  }
+  // The eager chunk counts as pulled and answered: it cannot come again.
+  auto p = params();
+  p.eager_max = 100;
+  T t{p};
+  t.start();
+  auto r = ready(40, 64);
+  r.ready->eager = true;
+  auto cmds = t.on_acquired(r, 40);
+  EXPECT_TRUE(has<T::deliver>(cmds));
+  EXPECT_TRUE(t.on_chunk(0, 40).empty()); // done: nothing more happens
+}
+
+TEST(Transfer, TheLeaseAskedForIsAtLeastTwoRequestTimeouts) {
+  struct row {
+    std::chrono::milliseconds lease, request_timeout;
+    uint64_t asked_ms;
+  };
+  const row rows[] = {
+    {40s, 10s, 40000}, {30s, 20s, 40000}, {1s, 0s, 1000}, {0s, 5s, 10000}, {0s, 0s, 0},
+  };
+  for (const auto& r : rows) {
+    auto p = params();
+    p.lease = r.lease;
+    p.request_timeout = r.request_timeout;
+    T t{p};
+    EXPECT_EQ(one<T::send_acquire>(t.start()).request.lease_ms, r.asked_ms);
+    // The fallback's acquire asks for the same.
+    t.on_acquired(rdma(64));
+    auto again = t.on_destination(false);
+    EXPECT_EQ(one<T::send_acquire>(again).request.lease_ms, r.asked_ms);
+  }
+}
+
+TEST(Transfer, TheDeadlineEndsTheGetInEveryPhaseAndDetachesItsLease) {
+  struct row {
+    const char* what;
+    std::function<void(T&)> to_phase;
+    bool holds_lease;
+  };
+  const row rows[] = {
+    {"acquiring", [](T&) {}, false},
+    {"allocating", [](T& t) { t.on_acquired(rdma(64)); }, true},
+    {"getting", [](T& t) { t.on_acquired(rdma(64)); t.on_destination(true); }, true},
+    {"pulling", [](T& t) { t.on_acquired(ready(12)); }, true},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.what);
+    auto p = params();
+    p.deadline = 310s;
+    T t{p};
+    auto first = t.start();
+    EXPECT_EQ(one<T::schedule_deadline>(first).after, 310s);
+    r.to_phase(t);
+    auto cmds = t.on_deadline();
+    auto err = one<T::fail>(cmds).error;
+    EXPECT_TRUE(is(err, errc::timeout));
+    EXPECT_NE(describe(err).find("did not finish within 310000 ms"), std::string::npos);
+    EXPECT_EQ(has<T::send_detach>(cmds), r.holds_lease);
+    EXPECT_TRUE(t.finished());
+    // Late answers change nothing.
+    EXPECT_TRUE(t.on_get_done().empty());
+    EXPECT_TRUE(t.on_chunk(0, 4).empty());
+    EXPECT_TRUE(t.on_deadline().empty());
+  }
+  // No deadline: none armed.
+  T t{params()};
+  EXPECT_FALSE(has<T::schedule_deadline>(t.start()));
+  // A delivered get ignores its deadline.
+  auto p = params();
+  p.deadline = 1s;
+  T done{p};
+  done.start();
+  EXPECT_TRUE(has<T::deliver>(done.on_acquired(ready(0))));
+  EXPECT_TRUE(done.on_deadline().empty());
+}
+
+TEST(Transfer, APlainGetsGetLandsInItsResultWhereTheTransportsAllowIt) {
+  struct row {
+    T::into dest;
+    bool get_into_result;
+    bool into_result;
+  };
+  const row rows[] = {
+    {T::into::buffer, true, true},
+    {T::into::buffer, false, false},
+    {T::into::raw, true, false},           // a caller's memory: copied out
+    {T::into::pinned_result, true, false}, // the caller gets a pool block
+  };
+  for (const auto& r : rows) {
+    auto p = params(r.dest);
+    p.room = 64;
+    p.get_into_result = r.get_into_result;
+    T t{p};
+    t.start();
+    auto a = one<T::alloc_destination>(t.on_acquired(rdma(64)));
+    EXPECT_TRUE(a.for_get);
+    EXPECT_EQ(a.bytes, 64u);
+    EXPECT_EQ(a.into_result, r.into_result) << static_cast<int>(r.dest);
+  }
+}
+
+TEST(Transfer, AFinishedGetsHoldIsDeferredOnlyWhenItMayBeAndItsBoundAllows) {
+  struct row {
+    bool defer_holds;
+    uint64_t lease_timeout_ms; // the hold is due within a quarter of it
+    bool deferred;
+  };
+  const row rows[] = {
+    {true, 30000, true},  // 7.5 s
+    {true, 4000, true},   // 1 s: exactly the margin
+    {true, 3999, false},  // just under it: at once
+    {false, 30000, false}, // no service to defer through
+    {true, 0, false},     // no renewals: due at once
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.lease_timeout_ms);
+    auto p = params();
+    p.defer_holds = r.defer_holds;
+    T t{p};
+    t.start();
+    t.on_acquired(rdma(64, r.lease_timeout_ms));
+    t.on_destination(true);
+    auto hold = one<T::send_hold>(t.on_get_done());
+    EXPECT_EQ(hold.deferred, r.deferred);
+    EXPECT_EQ(hold.within >= T::min_hold_deferral, r.lease_timeout_ms >= 4000);
+  }
 }

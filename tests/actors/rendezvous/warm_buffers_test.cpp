@@ -34,23 +34,30 @@ TEST(MessengerWarmBuffers, AGivenBufferIsTakenAgainEmptyWithItsRoom) {
   EXPECT_EQ(warm.kept_bytes(), 0u);
 }
 
-TEST(MessengerWarmBuffers, TakeSizedReusesAKeptBufferWithoutFillingIt) {
+TEST(MessengerWarmBuffers, TakeUnfilledReusesAKeptBufferWithoutFillingIt) {
   // A GET's destination: the bytes are overwritten, so a kept buffer is
   // only cut to size (what it held stays, proof that nothing zero-filled
-  // it); a fresh one is zero-filled.
+  // it); nothing is ever filled here.
   warm_buffers warm{256 * MiB};
   byte_buffer b(16 * MiB, 'p');
   const char* memory = b.data();
   warm.give(std::move(b));
-  auto again = warm.take_sized(12 * MiB);
+  auto again = warm.take_unfilled(12 * MiB);
   EXPECT_EQ(again.data(), memory);
-  ASSERT_EQ(again.size(), 12 * MiB);
+  ASSERT_EQ(again.size(), 12 * MiB); // cut, its bytes as they were
   EXPECT_EQ(again.front(), 'p');
   EXPECT_EQ(again.back(), 'p');
   EXPECT_EQ(warm.kept_buffers(), 0u);
-  auto fresh = warm.take_sized(5 * MiB);
-  ASSERT_EQ(fresh.size(), 5 * MiB);
-  EXPECT_EQ(fresh.back(), 0);
+  // Nothing kept fits: an empty fresh one (the caller grows it).
+  auto fresh = warm.take_unfilled(5 * MiB);
+  EXPECT_TRUE(fresh.empty());
+  // A kept buffer shorter than asked stays as long as it is.
+  byte_buffer shorter(1 * MiB, 'q');
+  shorter.reserve(8 * MiB);
+  warm.give(std::move(shorter));
+  auto grown = warm.take_unfilled(6 * MiB);
+  EXPECT_GE(grown.capacity(), 6 * MiB);
+  EXPECT_EQ(grown.size(), 1 * MiB);
   // take() still hands out an empty buffer, whatever it held.
   warm.give(std::move(again));
   EXPECT_TRUE(warm.take(8 * MiB).empty());
