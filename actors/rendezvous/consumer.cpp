@@ -1,9 +1,6 @@
 #include "actors/rendezvous/consumer.hpp"
 
-#include <unistd.h>
-
 #include <algorithm>
-#include <cstring>
 #include <optional>
 
 #include <caf/actor_system.hpp>
@@ -16,6 +13,7 @@
 #include "actors/rdma/rdma_metrics.hpp"
 #include "actors/rendezvous/bulk_copier.hpp"
 #include "actors/rendezvous/consumer_metrics.hpp"
+#include "actors/rendezvous/get_destination.hpp"
 #include "actors/rendezvous/owner_lookup.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
 #include "actors/rendezvous/transfer.hpp"
@@ -40,22 +38,11 @@ struct consumer_state {
   owner_route route; // how calls reach it: CAF requests or the control channel
   caf::actor_addr caller; // who asked for this get (monitored)
   caf::response_promise rp;
-  // Where the bytes go (see transfer::into): a fresh buffer, a caller's
-  // memory, a pool block returned as it is, or a caller's registered block.
-  transfer::into into = transfer::into::buffer;
   bool single_use = false; // fetch: the bytes only, the handle released
   bool probing = false;    // probe: the reply also names the path taken
   std::optional<transfer::count> last_path; // the last path decision
-  mutable_bytes dest;
-  pinned_ptr block; // the result block, the caller's writer, or a GET's destination
-  // A plain get's GET landing in its result buffer (get_into_result): the
-  // buffer, shared with `block` (a plain view over it) and, should the GET
-  // be abandoned, with the UCX engine until UCX lets go of it.
-  std::shared_ptr<byte_buffer> direct;
-  uint64_t growing = 0; // `direct` is grown to this, a slice per message
-  byte_buffer buffer;
+  get_destination bytes; // where the bytes go, and their room
   const chunk_bytes* chunk = nullptr; // the chunk being handled
-  std::optional<sliced_copy> copying;  // a GET's copy-out, a slice per message
   std::optional<transfer::send_hold> hold_later; // handed to the service
   caf::response_promise deadline; // answered as the get ends
   bool done = false;
@@ -115,19 +102,19 @@ void deliver(consumer_ptr self, const transfer::deliver& d) {
     m->gets_ok->Increment();
     m->bytes_pulled->Increment(static_cast<double>(d.total_len));
   }
-  switch (st.into) {
+  switch (st.bytes.kind()) {
     case transfer::into::buffer:
       if (st.probing)
-        st.rp.deliver(std::move(st.buffer), d.lease_id,
+        st.rp.deliver(std::move(st.bytes.result()), d.lease_id,
                       std::string{st.last_path ? to_string(st.last_path->path) : "none"},
                       std::string{st.last_path ? to_string(st.last_path->reason) : "none"});
       else if (st.single_use)
-        st.rp.deliver(std::move(st.buffer));
+        st.rp.deliver(std::move(st.bytes.result()));
       else
-        st.rp.deliver(std::move(st.buffer), d.lease_id);
+        st.rp.deliver(std::move(st.bytes.result()), d.lease_id);
       break;
     case transfer::into::pinned_result:
-      st.rp.deliver(std::move(st.block), d.total_len, d.lease_id);
+      st.rp.deliver(std::move(st.bytes.result_block()), d.total_len, d.lease_id);
       break;
     default:
       st.rp.deliver(d.total_len, d.lease_id);
@@ -145,90 +132,55 @@ void fail(consumer_ptr self, caf::error err) {
   self->quit(); // replies may still be on their way: never reused
 }
 
-/// The memory chunks are written to (a plain get's buffer grows instead).
-char* chunk_destination(consumer_ptr self) {
-  auto& st = self->state;
-  return st.into == transfer::into::raw ? st.dest.data : st.block->data();
+/// A check of the bytes' room failed: the get fails (payload_too_large).
+bool room_ok(consumer_ptr self, caf::error err) {
+  if (!err)
+    return true;
+  apply(self, self->state.rules->on_error(std::move(err)));
+  return false;
 }
 
 void write_chunk(consumer_ptr self, const transfer::write_chunk& w) {
   auto& st = self->state;
-  const auto& c = *st.chunk;
-  if (st.into == transfer::into::buffer)
-    place_at(st.buffer, w.offset, c.data(), c.size());
-  else
-    std::memcpy(chunk_destination(self) + w.offset, c.data(), c.size());
+  st.bytes.write(w.offset, st.chunk->data(), st.chunk->size());
   if (st.ctx.metrics && !w.eager)
     st.ctx.metrics->chunks_pulled->Increment();
 }
 
-/// An empty buffer for a `len`-byte result: a warm one when the node keeps
-/// one that fits (no fresh pages to fault in), else a fresh one.
-byte_buffer result_room(consumer_ptr self, uint64_t len) {
-  auto& warm = self->state.ctx.warm;
-  return warm ? warm->take(len) : byte_buffer{};
-}
-
-/// The copied-out destination returns to the pool, or stays warm (a large
-/// one) for the next GET.
-void release_destination(consumer_ptr self, pinned_ptr block) {
-  self->state.block.reset();
-  self->state.ctx.reader->recycle(std::move(block));
-}
-
-/// The copy-out is done: the bytes are the caller's, the destination goes.
-void copied_out(consumer_ptr self, const std::shared_ptr<byte_buffer>& out) {
+/// The copy-out is done: the bytes are the caller's, the destination
+/// returns to the pool (or stays warm, a large one, for the next GET).
+void copied_out(consumer_ptr self) {
   auto& st = self->state;
-  if (out)
-    st.buffer = std::move(*out);
-  release_destination(self, st.block);
+  st.ctx.reader->recycle(st.bytes.copied());
   apply(self, st.rules->on_get_done());
 }
 
 /// The next slice of a copy-out (finish_get).
 void copy_slice(consumer_ptr self) {
-  auto& st = self->state;
-  if (!st.copying->step())
-    return self->send(self, copy_slice_atom::value, st.get_seq);
-  auto out = st.copying->job().out;
-  st.copying.reset();
-  copied_out(self, out);
+  if (self->state.bytes.copy_step())
+    return copied_out(self);
+  self->send(self, copy_slice_atom::value, self->state.get_seq);
 }
 
 /// The GET's bytes, from its destination to where the caller wants them
 /// (get and get_into copy out, so the pool space returns at once), then
-/// the get is done. A mid-size copy runs here a slice per message (other
-/// actors of this thread run between slices), a larger one on the bulk
-/// copier (copy_then): never a whole payload in one handler.
+/// the get is done: in slices here (other actors of this thread run
+/// between them) or on the bulk copier, never a whole payload in one
+/// handler (get_destination::finish_get).
 void finish_get(consumer_ptr self, uint64_t len) {
   auto& st = self->state;
-  if (st.direct) { // the bytes landed in the result: nothing to copy
-    st.block.reset();
-    st.buffer = std::move(*st.direct);
-    st.buffer.resize(len); // never longer than the GET: a cut, no fill
-    st.direct.reset();
-    return apply(self, st.rules->on_get_done());
-  }
-  if (st.into != transfer::into::buffer && st.into != transfer::into::raw)
-    return apply(self, st.rules->on_get_done()); // the block is the result, or the writer
-  auto block = st.block;
-  char* into = st.into == transfer::into::raw ? st.dest.data : nullptr;
-  auto out = into ? nullptr : std::make_shared<byte_buffer>(result_room(self, len));
-  copy_job job{into, block->data(), len, block, out};
-  // A caller's memory is written here only, whatever the size: a get that
-  // fails stops its slices with it, where a copier could go on writing
-  // after the caller was told and let go of its buffer.
-  if (len >= bulk_copy_min && (into || len <= sliced_copy_max)) {
-    st.copying.emplace(std::move(job));
-    return copy_slice(self); // the first slice at once (up to 4 MiB: all of it)
+  switch (st.bytes.finish_get(len, st.ctx.warm.get())) {
+    case get_destination::copy_out::none: return apply(self, st.rules->on_get_done());
+    case get_destination::copy_out::slices: return copy_slice(self); // the first at once
+    case get_destination::copy_out::copier: break;
   }
   auto seq = st.get_seq;
   copy_then(
-    self, st.ctx.copier, std::move(job), st.ctx.cfg.transfer_timeout,
+    self, st.ctx.copier, st.bytes.job(), st.ctx.cfg.transfer_timeout,
     [=] {
       auto& st = self->state;
       if (st.get_seq == seq && !st.done)
-        copied_out(self, out);
+        copied_out(self);
     },
     [=](caf::error& err) {
       auto& st = self->state;
@@ -237,12 +189,11 @@ void finish_get(consumer_ptr self, uint64_t len) {
     });
 }
 
-
 void run_get(consumer_ptr self, const rdma_descriptor& desc) {
   auto& st = self->state;
   auto seq = st.get_seq;
   st.ctx.reader->get(
-    self, st.handle.owner(), desc, st.block, st.ctx.cfg.transfer_timeout,
+    self, st.handle.owner(), desc, st.bytes.block(), st.ctx.cfg.transfer_timeout,
     [=](caf::expected<uint64_t> nanos) {
       auto& st = self->state;
       if (st.get_seq != seq || st.done)
@@ -254,88 +205,34 @@ void run_get(consumer_ptr self, const rdma_descriptor& desc) {
                       desc.len, *nanos / 1000);
         return finish_get(self, desc.len);
       }
-      // The reader keeps a destination UCX may still write; ours is
-      // dropped (a plain get's chunks go to a fresh buffer).
-      if (st.into != transfer::into::pinned_writer)
-        st.block.reset();
-      st.direct.reset();
+      st.bytes.get_failed(); // a plain get's chunks go to a fresh buffer
       apply(self, st.rules->on_get_failed(nanos.error()));
     });
 }
 
-/// A plain get's result buffer as a GET destination: a block over its
-/// bytes (no registration: get_into_result says none is needed) that keeps
-/// the buffer alive for as long as anyone, the UCX engine included, holds it.
-pinned_ptr result_as_destination(const std::shared_ptr<byte_buffer>& room) {
-  return std::make_shared<pinned_block>(room->data(), room->size(), 0,
-                                        std::make_shared<const std::vector<uint8_t>>(),
-                                        0, [room] {});
-}
-
-/// The machine's memory in bytes (0: unknown): no buffer can be larger.
-uint64_t physical_memory_bytes() {
-  long pages = ::sysconf(_SC_PHYS_PAGES);
-  long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
-}
-
-/// Room for `bytes` in `buf` (its contents kept); false, with the get
-/// failed (payload_too_large), when that much memory cannot be had: the
-/// size is the owner's word.
-bool reserve_room(consumer_ptr self, byte_buffer& buf, uint64_t bytes) {
-  static const uint64_t memory = physical_memory_bytes();
-  if (memory > 0 && bytes > memory) {
-    apply(self, self->state.rules->on_error(make_error(
-                  errc::payload_too_large,
-                  "a payload of " + std::to_string(bytes)
-                    + " bytes is larger than this machine's memory ("
-                    + std::to_string(memory) + " bytes)")));
-    return false;
-  }
-  try {
-    if (buf.capacity() < bytes)
-      reserve_for_bulk(buf, bytes);
-    return true;
-  } catch (const std::exception&) { // bad_alloc, length_error
-    apply(self, self->state.rules->on_error(make_error(
-                  errc::payload_too_large,
-                  "cannot allocate " + std::to_string(bytes) + " bytes")));
-    return false;
-  }
-}
-
-/// The result buffer grows to the GET's length a slice per message (a
-/// std::vector cannot be sized without its zero fill, so the fill is never
-/// a whole payload in one handler); then it is the GET's destination.
+/// The direct GET's result grows a slice per message; then it is the
+/// GET's destination.
 void grow_room(consumer_ptr self) {
   auto& st = self->state;
-  auto& room = *st.direct;
-  room.resize(std::min<uint64_t>(st.growing, room.size() + copy_slice_bytes));
-  if (room.size() < st.growing) // within its capacity: no reallocation
+  if (!st.bytes.grow_step())
     return self->send(self, copy_slice_atom::value, st.get_seq);
-  st.growing = 0;
-  st.block = result_as_destination(st.direct);
   apply(self, st.rules->on_destination(true));
 }
 
 /// A registered block for the GET (or for get_pinned's chunks), or the
-/// plain get's own result buffer (into_result): a warm one cut to size
-/// where one fits (never filled), else a fresh one grown by grow_room.
+/// plain get's own result buffer (into_result, grown by grow_room).
 void alloc_destination(consumer_ptr self, const transfer::alloc_destination& a) {
   auto& st = self->state;
   if (!st.ctx.reader)
     return apply(self, st.rules->on_destination(false));
   if (a.into_result) {
-    auto room = st.ctx.warm ? st.ctx.warm->take_unfilled(a.bytes) : byte_buffer{};
-    if (!reserve_room(self, room, a.bytes))
-      return;
-    st.direct = std::make_shared<byte_buffer>(std::move(room));
-    st.growing = a.bytes;
-    return grow_room(self);
+    if (room_ok(self, st.bytes.start_direct(a.bytes, st.ctx.warm.get())))
+      grow_room(self);
+    return;
   }
   auto seq = st.get_seq;
   // get_pinned hands its block to the caller: never the shared warm one.
-  bool warm_ok = a.for_get && st.into != transfer::into::pinned_result;
+  bool warm_ok = a.for_get && st.bytes.kind() != transfer::into::pinned_result;
   st.ctx.reader->allocate(
     self, a.bytes, warm_ok, st.ctx.cfg.request_timeout,
     [=](caf::expected<pinned_ptr> block) {
@@ -343,7 +240,7 @@ void alloc_destination(consumer_ptr self, const transfer::alloc_destination& a) 
       if (st.get_seq != seq || st.done)
         return;
       if (block)
-        st.block = std::move(*block);
+        st.bytes.set_block(std::move(*block));
       apply(self, st.rules->on_destination(static_cast<bool>(block)));
     });
 }
@@ -475,9 +372,7 @@ void apply(consumer_ptr self, transfer::commands cmds) {
               m->holds_sent->Increment();
           }
         } else if constexpr (std::is_same_v<T, transfer::reserve>) {
-          // Room only: in-order chunks are appended (place_at), not zeroed.
-          st.buffer = result_room(self, c.bytes);
-          reserve_room(self, st.buffer, c.bytes);
+          room_ok(self, st.bytes.reserve(c.bytes, st.ctx.warm.get()));
         } else if constexpr (std::is_same_v<T, transfer::write_chunk>) {
           write_chunk(self, c);
         } else if constexpr (std::is_same_v<T, transfer::count>) {
@@ -507,10 +402,8 @@ void on_owner(consumer_ptr self, owner_route route, bool ucx_peer) {
   self->monitor(st.owner);
   transfer::params p;
   p.handle = st.handle;
-  p.dest = st.into;
-  p.room = st.into == transfer::into::raw            ? st.dest.size
-           : st.into == transfer::into::pinned_writer ? (st.block ? st.block->size() : 0)
-                                                      : 0;
+  p.dest = st.bytes.kind();
+  p.room = st.bytes.caller_room();
   const auto& cfg = st.ctx.cfg;
   p.rdma_registry = cfg.rdma_configured && st.ctx.reader;
   p.rdma_enabled = cfg.rdma_enabled;
@@ -565,9 +458,9 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
       auto& st = self->state;
       if (seq != st.get_seq || st.done)
         return;
-      if (st.copying)
+      if (st.bytes.copying())
         copy_slice(self);
-      else if (st.growing > 0)
+      else if (st.bytes.growing())
         grow_room(self);
     },
     [=](get_deadline_atom, uint64_t seq) -> caf::result<caf::ok_atom> {
@@ -601,21 +494,19 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
     },
     [=](get_into_atom, const data_handle& h, mutable_bytes dest) {
       self->state.rp = self->make_response_promise();
-      self->state.into = transfer::into::raw;
-      self->state.dest = dest;
+      self->state.bytes = get_destination::caller_memory(dest);
       start(self, h);
       return self->state.rp;
     },
     [=](get_into_atom, const data_handle& h, pinned_ptr& writer) {
       self->state.rp = self->make_response_promise();
-      self->state.into = transfer::into::pinned_writer;
-      self->state.block = std::move(writer);
+      self->state.bytes = get_destination::caller_writer(std::move(writer));
       start(self, h);
       return self->state.rp;
     },
     [=](get_pinned_atom, const data_handle& h) {
       self->state.rp = self->make_response_promise();
-      self->state.into = transfer::into::pinned_result;
+      self->state.bytes = get_destination{transfer::into::pinned_result};
       start(self, h);
       return self->state.rp;
     },

@@ -4,7 +4,8 @@
 // this actor is the shell around it: it finds the owner, monitors it and
 // the caller, turns answers into the machine's events and the machine's
 // commands into requests (to the owner, the arena pool and the UCX engine),
-// and moves the bytes (chunks into their place, a GET's block copied out).
+// and drives where the bytes go (chunks into their place, a GET's block
+// copied out: the plain structure get_destination.hpp).
 // After a clean finish it goes back to the consumer service for the next
 // get (a failed one quits, since replies of its get may still arrive).
 //

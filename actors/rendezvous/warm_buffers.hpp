@@ -48,7 +48,7 @@ public:
 
   /// Keeps `buf` for a later take when it is large and fits the bound, the
   /// oldest kept ones making room; else frees it. Its bytes stay as they
-  /// are (take empties the buffer, take_sized overwrites it).
+  /// are (take empties the buffer, take_unfilled cuts it or leaves it to be overwritten).
   void give(byte_buffer&& buf);
 
   size_t kept_bytes() const;
