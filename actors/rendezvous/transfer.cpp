@@ -230,11 +230,7 @@ transfer::commands transfer::on_get_failed(const caf::error& err) {
   renewing_ = false;
   bool abandoned = is(err, errc::get_abandoned) || err == caf::sec::request_timeout;
   if (abandoned && p_.dest == into::pinned_writer)
-    return failed(make_error(errc::get_abandoned,
-                             "the GET into the caller's registered writer did not "
-                             "finish and UCX may still write it: drop that writer "
-                             "(ferry keeps its memory until UCX lets go of it) and "
-                             "get again into a fresh one, or with get or get_pinned"));
+    return failed(err); // get_abandoned: see failed()
   return fall_back(path_reason::get_failed);
 }
 
@@ -342,6 +338,16 @@ transfer::commands transfer::finish(bool by_rdma) {
 }
 
 transfer::commands transfer::failed(caf::error err, bool detach) {
+  // Whatever ends the get while its GET runs into the caller's writer
+  // (the GET given up, the deadline, the owner gone, ...), UCX may still
+  // write that writer: the caller is told so, whatever the cause.
+  if (phase_ == phase::getting && p_.dest == into::pinned_writer)
+    err = make_error(errc::get_abandoned,
+                     describe(err)
+                       + "; the GET into the caller's registered writer had not "
+                         "finished and UCX may still write it: drop that writer "
+                         "(ferry keeps its memory until UCX lets go of it) and get "
+                         "again into a fresh one, or with get or get_pinned");
   phase_ = phase::done;
   renewing_ = false;
   commands out;

@@ -34,7 +34,9 @@
 //   error. While the GET runs, a renewal every half lease timeout (5 ms
 //   floor); a lease timeout of 0 starts none. A GET given up while UCX may
 //   still write a caller's writer fails the get instead of reusing it (a
-//   GET abandoned, or one that timed out, may still be written).
+//   GET abandoned, or one that timed out, may still be written); any
+//   failure while that GET runs (the deadline, the owner or the caller
+//   gone) is get_abandoned too, naming its cause: the writer is unsafe.
 // - A plain get's GET lands in its result buffer where the transports
 //   allow it (get_into_result), else in a registered block.
 // - The hold after a GET goes later, through the consumer service, when it

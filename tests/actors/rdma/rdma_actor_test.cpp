@@ -304,6 +304,23 @@ TEST_F(ActorRdma, AnOwnerThatDiesMidGetFailsTheGet) {
   EXPECT_TRUE(is(pending->error, errc::peer_down)) << describe(pending->error);
 }
 
+TEST_F(ActorRdma, AnOwnerThatDiesMidGetIntoAWriterSaysTheWriterIsUnsafe) {
+  // The GET may still write the caller's writer: the caller hears so.
+  reader->set_faults(faults_where([](fake_rdma_faults& f) { f.never_answer = true; }));
+  auto w = call<pinned_ptr>(ctx->consumer, pool_alloc_atom::value, uint64_t{4 * chunk});
+  ASSERT_TRUE(w.values) << describe(w.error);
+  auto writer = std::get<0>(*w.values);
+  auto h = stage_pinned(2 * chunk);
+  auto pending = start_call<uint64_t, uint64_t>(ctx->consumer, get_into_atom::value, h, writer);
+  ASSERT_FALSE(pending->done());
+  caf::anon_send_exit(remote_owner, caf::exit_reason::kill);
+  sched.run();
+  ASSERT_TRUE(pending->done());
+  EXPECT_TRUE(is(pending->error, errc::get_abandoned)) << describe(pending->error);
+  EXPECT_NE(describe(pending->error).find("went down"), std::string::npos)
+    << describe(pending->error); // the cause
+}
+
 TEST_F(ActorRdma, APlainGetsGetLandsInItsResultBufferWithNoRegisteredDestination) {
   use_consumers([](consumer_config& c) { c.get_into_result = true; });
   // 9 MiB: the fresh result grows in three 4 MiB slices before the GET.

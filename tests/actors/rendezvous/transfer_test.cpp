@@ -393,6 +393,59 @@ TEST(Transfer, AnAbandonedGetIntoACallersWriterFailsInsteadOfReusingIt) {
   }
 }
 
+TEST(Transfer, AnyEndWhileAGetRunsIntoACallersWriterSaysTheWriterIsUnsafe) {
+  // UCX may still write the writer, whatever ended the get: the caller is
+  // told (get_abandoned, with the cause), where a GET into ferry's own
+  // block ends with the cause alone (the reader keeps that block).
+  struct row {
+    const char* name;
+    std::function<T::commands(T&)> end;
+    errc cause;
+    bool detaches;
+  };
+  const std::vector<row> rows = {
+    {"deadline", [](T& t) { return t.on_deadline(); }, errc::timeout, true},
+    {"owner down", [](T& t) { return t.on_owner_down("killed"); }, errc::peer_down, false},
+    {"caller gone", [](T& t) { return t.on_caller_gone(); }, errc::timeout, true},
+    {"a request failed",
+     [](T& t) { return t.on_error(make_error(errc::protocol_violation, "x")); },
+     errc::protocol_violation, true},
+  };
+  for (const auto& r : rows)
+    for (auto dest : {T::into::pinned_writer, T::into::buffer}) {
+      SCOPED_TRACE(r.name);
+      auto p = params(dest);
+      p.room = 64;
+      T t{p};
+      t.start();
+      t.on_acquired(rdma(64));
+      if (dest != T::into::pinned_writer)
+        t.on_destination(true);
+      auto cmds = r.end(t);
+      const auto& err = one<T::fail>(cmds).error;
+      if (dest == T::into::pinned_writer) {
+        EXPECT_TRUE(is(err, errc::get_abandoned)) << describe(err);
+        EXPECT_NE(describe(err).find("may still write"), std::string::npos);
+      } else {
+        EXPECT_TRUE(is(err, r.cause)) << describe(err);
+      }
+      EXPECT_EQ(has<T::send_detach>(cmds), r.detaches);
+      EXPECT_TRUE(t.finished());
+    }
+  // Once the GET is done, or before it starts, the cause stands alone.
+  auto p = params(T::into::pinned_writer);
+  p.room = 64;
+  T pulling{p};
+  pulling.start();
+  pulling.on_acquired(ready(64));
+  EXPECT_TRUE(is(one<T::fail>(pulling.on_deadline()).error, errc::timeout));
+  T got{p};
+  got.start();
+  got.on_acquired(rdma(64));
+  got.on_get_done();
+  EXPECT_TRUE(got.on_deadline().empty());
+}
+
 TEST(Transfer, OwnerDownFailsWithoutDetachingCallerGoneDetaches) {
   {
     T t{params()};
