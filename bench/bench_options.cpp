@@ -10,6 +10,8 @@ bench_options default_options(bool quick) {
   if (quick) {
     o.sizes = {4 * KiB, 4 * MiB, 16 * MiB, 64 * MiB};
     o.concurrency_sizes = {4 * MiB, 16 * MiB};
+    o.fanin_sizes = {64 * KiB};
+    o.fanin_handles = 512;
     o.warmup = 1;
     o.repeats = 3;
     o.cold_repeats = 3;
@@ -21,6 +23,8 @@ bench_options default_options(bool quick) {
     for (uint64_t s = 4 * KiB; s <= 256 * MiB; s *= 4)
       o.sizes.push_back(s); // 4 KiB, 16 KiB, ..., 64 MiB, 256 MiB
     o.concurrency_sizes = {1 * MiB, 4 * MiB, 16 * MiB, 64 * MiB};
+    o.fanin_sizes = {4 * KiB, 64 * KiB};
+    o.fanin_handles = 4096;
   }
   o.consumer_counts = {1, 4, 16};
   return o;

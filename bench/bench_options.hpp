@@ -38,6 +38,8 @@ struct bench_options {
   std::vector<uint64_t> sizes;      // payload sizes of every transfer scenario
   std::vector<uint64_t> concurrency_sizes; // per-consumer sizes, concurrency rows
   std::vector<int> consumer_counts; // concurrency: consumers pulling at once
+  std::vector<uint64_t> fanin_sizes; // per handle, fan-in rows
+  int fanin_handles = 0;            // handles staged (each got once per run)
   int warmup = 2;                   // untimed runs per point, at least
   int repeats = 7;                  // timed runs per point, at least
   // A quick point runs on until it has warmed up and been timed for these

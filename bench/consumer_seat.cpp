@@ -41,6 +41,7 @@ consumer_seat::consumer_seat(const ferry_knobs& knobs,
     error_ = "the owner registered no UCX address in its hello";
     return;
   }
+  owner_gateway_ = caf::actor_cast<gateway_actor>(hello->gateway);
   client_ = std::make_unique<blocking_client>(*node_);
 }
 

@@ -31,6 +31,8 @@ public:
   blocking_client& client() { return *client_; }
   /// The seat's node (its path counters: bench/path_check.hpp).
   ferry::node& host() { return *node_; }
+  /// The owner's gateway, as its hello named it (its stat).
+  const gateway_actor& owner_gateway() const { return owner_gateway_; }
 
   /// Holds `lease` of `h`, detaching the one held before (if any).
   std::string hold(const data_handle& h, uint64_t lease);
@@ -40,6 +42,7 @@ public:
 private:
   std::unique_ptr<node> node_;
   std::unique_ptr<blocking_client> client_;
+  gateway_actor owner_gateway_;
   std::string error_;
   data_handle held_;
   uint64_t lease_ = 0;

@@ -16,6 +16,8 @@ std::vector<uint64_t> sizes_of(const scenario_entry& e, const bench_options& o) 
   switch (e.sizes) {
     case size_kind::concurrency:
       return o.concurrency_sizes;
+    case size_kind::fanin:
+      return o.fanin_sizes;
     case size_kind::tiny:
       return {8};
     case size_kind::all:
@@ -73,6 +75,7 @@ point_result measure(scenario_runner& r, const scenario_entry& e, int consumers,
     }
   }
   std::vector<double> samples;
+  std::vector<double> op_samples;
   auto t0 = clock_type::now();
   for (int i = 0; run_due(i, plan.repeats, plan.min_timed_s, plan.max_runs, t0); ++i) {
     auto out = r.run(bytes);
@@ -81,12 +84,14 @@ point_result measure(scenario_runner& r, const scenario_entry& e, int consumers,
       break;
     }
     samples.push_back(out.seconds);
+    op_samples.insert(op_samples.end(), out.op_seconds.begin(), out.op_seconds.end());
     // A slow point stops early, but never with fewer than three runs.
     if (samples.size() >= 3 && since(t0) > plan.budget_s)
       break;
   }
   r.finish(bytes);
   p.seconds = summarize(std::move(samples));
+  p.op_seconds = percentiles(std::move(op_samples));
   return p;
 }
 
@@ -137,7 +142,9 @@ bench_report run_bench(const bench_options& opts,
       continue;
     }
     std::vector<int> counts{1};
-    if (e.per_consumer_count)
+    if (e.consumers > 0)
+      counts = {e.consumers};
+    else if (e.per_consumer_count)
       counts = opts.consumer_counts;
     auto plan = plan_of(e, opts);
     for (int consumers : counts) {

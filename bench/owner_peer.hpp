@@ -33,6 +33,8 @@ public:
 
   /// "127.0.0.1:PORT"
   const std::string& endpoint() const { return endpoint_; }
+  /// The owner process (its memory: /proc/<pid>/status).
+  int pid() const { return peer_.pid(); }
 
 private:
   peer_process peer_;

@@ -50,6 +50,7 @@ public:
   std::string stderr_tail() const;
 
   bool running() const { return child_.running(); }
+  int pid() const { return child_.pid(); }
 
 private:
   process::child_process child_;

@@ -18,23 +18,33 @@ nlohmann::json report_json(const bench_options& opts, const nlohmann::json& mach
                     {"sizes", opts.sizes},
                     {"concurrency_sizes", opts.concurrency_sizes},
                     {"consumer_counts", opts.consumer_counts},
+                    {"fanin_sizes", opts.fanin_sizes},
+                    {"fanin_handles", opts.fanin_handles},
                     {"wall_seconds", report.wall_seconds}};
   doc["units"] = {{"bytes", "payload bytes per transfer (per consumer)"},
                   {"seconds", "one run: one transfer, or all consumers' transfers"},
                   {"gbps", "GB/s at the median run: 1e9 bytes per second, "
-                           "aggregate over consumers"}};
+                           "aggregate over consumers"},
+                  {"get_latency", "fan-in rows: each get of the timed runs, "
+                                  "nearest-rank p50 and p99, in seconds"}};
   auto results = nlohmann::json::array();
   auto failed = nlohmann::json::array();
   for (const auto& p : report.points) {
     if (p.ok()) {
-      results.push_back({{"scenario", p.scenario},
-                         {"bytes", p.bytes},
-                         {"seconds_median", p.seconds.median},
-                         {"seconds_min", p.seconds.min},
-                         {"seconds_max", p.seconds.max},
-                         {"gbps", p.gbps()},
-                         {"runs", p.seconds.runs},
-                         {"consumers", p.consumers}});
+      nlohmann::json r{{"scenario", p.scenario},
+                       {"bytes", p.bytes},
+                       {"seconds_median", p.seconds.median},
+                       {"seconds_min", p.seconds.min},
+                       {"seconds_max", p.seconds.max},
+                       {"gbps", p.gbps()},
+                       {"runs", p.seconds.runs},
+                       {"consumers", p.consumers}};
+      if (p.op_seconds.ops > 0)
+        r["get_latency"] = {{"p50_s", p.op_seconds.p50},
+                            {"p99_s", p.op_seconds.p99},
+                            {"max_s", p.op_seconds.max},
+                            {"gets", p.op_seconds.ops}};
+      results.push_back(std::move(r));
     } else {
       failed.push_back({{"scenario", p.scenario},
                         {"bytes", p.bytes},

@@ -34,6 +34,12 @@ void print_point(std::FILE* out, const point_result& p) {
                  format_seconds(p.seconds.median).c_str(),
                  format_seconds(p.seconds.min).c_str(),
                  format_seconds(p.seconds.max).c_str(), p.gbps(), p.seconds.runs);
+    if (p.op_seconds.ops > 0)
+      std::fprintf(out, "%-26s   each get of %llu: p50 %s, p99 %s, max %s\n", "",
+                   static_cast<unsigned long long>(p.op_seconds.ops),
+                   format_seconds(p.op_seconds.p50).c_str(),
+                   format_seconds(p.op_seconds.p99).c_str(),
+                   format_seconds(p.op_seconds.max).c_str());
   }
   std::fflush(out);
 }

@@ -17,14 +17,21 @@ struct point_result {
   uint64_t bytes = 0;  // per transfer (per consumer in concurrency rows)
   int consumers = 1;
   summary seconds;     // per run: one transfer, or all consumers' transfers
+  latency op_seconds;  // each get of the timed runs (fan-in rows), else empty
   std::string error;   // non-empty: the point failed (checksum, timeout, ...)
 
   bool ok() const { return error.empty() && seconds.runs > 0; }
+  /// Transfers in one run: each consumer's one, or a fan-in's gets.
+  double transfers_per_run() const {
+    return op_seconds.ops > 0 && seconds.runs > 0
+             ? static_cast<double>(op_seconds.ops) / seconds.runs
+             : static_cast<double>(consumers);
+  }
   /// Aggregate GB/s at the median run.
   double gbps() const {
-    return seconds.median > 0 ? static_cast<double>(bytes) * consumers
-                                  / seconds.median / 1e9
-                              : 0.0;
+    return seconds.median > 0
+             ? static_cast<double>(bytes) * transfers_per_run() / seconds.median / 1e9
+             : 0.0;
   }
   /// "ferry_chunked_concurrent x4" for concurrency rows, else the scenario.
   std::string series() const {

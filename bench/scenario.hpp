@@ -21,13 +21,17 @@
 
 namespace ferry::bench {
 
-/// One timed run: the seconds it took, or why it failed.
+/// One timed run: the seconds it took, or why it failed; a row that times
+/// each operation inside a run (a fan-in's gets) gives their seconds too.
 struct run_outcome {
   double seconds = 0;
   std::string error;
+  std::vector<double> op_seconds;
 
-  static run_outcome took(double s) { return run_outcome{s, {}}; }
-  static run_outcome failed(std::string why) { return run_outcome{0, std::move(why)}; }
+  static run_outcome took(double s, std::vector<double> ops = {}) {
+    return run_outcome{s, {}, std::move(ops)};
+  }
+  static run_outcome failed(std::string why) { return run_outcome{0, std::move(why), {}}; }
 };
 
 class scenario_runner {
@@ -59,6 +63,7 @@ enum class repeat_kind {
 enum class size_kind {
   all,         // bench_options::sizes
   concurrency, // bench_options::concurrency_sizes
+  fanin,       // bench_options::fanin_sizes (per handle)
   tiny,        // one 8-byte request (round-trip rows)
 };
 
@@ -71,6 +76,7 @@ struct scenario_entry {
   size_kind sizes = size_kind::all;
   repeat_kind repeats = repeat_kind::normal;
   bool per_consumer_count = false; // one row per bench_options::consumer_counts
+  int consumers = 0; // a fixed consumer count (fan-in rows); 0: as above
 };
 
 } // namespace ferry::bench

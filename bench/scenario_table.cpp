@@ -55,6 +55,12 @@ runner_factory cuda(bool to_host, uint64_t chunk_bytes) {
   };
 }
 
+runner_factory fanin_rdma(ucx_transport t) {
+  if (!ucx_built())
+    return {};
+  return [t](const bench_options& o, int) { return make_fanin_rdma_runner(o, t); };
+}
+
 runner_factory rdma_concurrent(ucx_transport t) {
   if (!ucx_built())
     return {};
@@ -79,6 +85,11 @@ scenario_entry with(scenario_entry e, size_kind sizes, repeat_kind repeats,
   e.sizes = sizes;
   e.repeats = repeats;
   e.per_consumer_count = per_consumer_count;
+  return e;
+}
+
+scenario_entry fixed_consumers(scenario_entry e, int consumers) {
+  e.consumers = consumers;
   return e;
 }
 
@@ -205,6 +216,18 @@ std::vector<scenario_entry> build() {
              "memory bandwidth and the cores", rdma_concurrent(ucx_transport::sm),
              no_ucx),
          size_kind::concurrency, repeat_kind::normal, true),
+    // -- fan-in: many consumers, many handles, one owner --------------------
+    fixed_consumers(with(row("fanin_64_chunked",
+                             "64 consumers getting thousands of handles from one owner, "
+                             "each get timed (p50, p99)",
+                             "the owner's one actor and the cores", single(make_fanin_runner)),
+                         size_kind::fanin, repeat_kind::normal),
+                    64),
+    fixed_consumers(with(row("fanin_64_rdma_sm", "the same over the RDMA path, shared memory",
+                             "the owner's one actor and the cores", fanin_rdma(ucx_transport::sm),
+                             no_ucx),
+                         size_kind::fanin, repeat_kind::normal),
+                    64),
   };
 }
 

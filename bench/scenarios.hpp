@@ -74,6 +74,13 @@ std::unique_ptr<scenario_runner>
 make_ferry_rdma_concurrent_runner(const bench_options& opts, int consumers,
                                   ucx_transport transport);
 
+/// 64 consumers (threads over 8 nodes) getting fanin_handles handles from
+/// one owner, each get timed (p50, p99), the owner's store and memory checked.
+std::unique_ptr<scenario_runner> make_fanin_runner(const bench_options& opts);
+/// The same over the RDMA path on `transport`.
+std::unique_ptr<scenario_runner> make_fanin_rdma_runner(const bench_options& opts,
+                                                        ucx_transport transport);
+
 /// A unary messenger call to the peer's ferry.checksum with the payload:
 /// staged by handle above the threshold (RDMA over shared memory), or
 /// inline at every size.

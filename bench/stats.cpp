@@ -1,6 +1,7 @@
 #include "bench/stats.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace ferry::bench {
 
@@ -16,6 +17,23 @@ summary summarize(std::vector<double> samples) {
   s.median = n % 2 == 1 ? samples[n / 2]
                         : (samples[n / 2 - 1] + samples[n / 2]) / 2;
   return s;
+}
+
+latency percentiles(std::vector<double> samples) {
+  latency l;
+  if (samples.empty())
+    return l;
+  std::sort(samples.begin(), samples.end());
+  auto n = samples.size();
+  auto rank = [&](double p) { // 1-based nearest rank, ceil(p/100 * n)
+    auto r = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(n)));
+    return samples[std::clamp<size_t>(r, 1, n) - 1];
+  };
+  l.ops = n;
+  l.p50 = rank(50);
+  l.p99 = rank(99);
+  l.max = samples.back();
+  return l;
 }
 
 } // namespace ferry::bench

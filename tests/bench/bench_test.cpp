@@ -20,6 +20,7 @@
 
 #include "bench/payload.hpp"
 #include "bench/scenarios.hpp"
+#include "bench/stats.hpp"
 #include "staging/fake_cuda.hpp"
 #include "tests/cluster/test_support.hpp"
 
@@ -79,6 +80,21 @@ const json* find_point(const json& doc, const std::string& scenario, uint64_t by
     return ::testing::AssertionFailure() << scenario << " " << bytes << " B x"
                                          << consumers << ": " << p->dump();
   return ::testing::AssertionSuccess();
+}
+
+TEST(BenchStats, PercentilesAreNearestRank) {
+  std::vector<double> s;
+  for (int i = 100; i >= 1; --i)
+    s.push_back(i * 1e-3); // 1 ms .. 100 ms, in any order
+  auto l = ferry::bench::percentiles(s);
+  EXPECT_EQ(l.ops, 100u);
+  EXPECT_DOUBLE_EQ(l.p50, 50e-3);
+  EXPECT_DOUBLE_EQ(l.p99, 99e-3);
+  EXPECT_DOUBLE_EQ(l.max, 100e-3);
+  auto one = ferry::bench::percentiles({7.0});
+  EXPECT_DOUBLE_EQ(one.p50, 7.0);
+  EXPECT_DOUBLE_EQ(one.p99, 7.0);
+  EXPECT_EQ(ferry::bench::percentiles({}).ops, 0u);
 }
 
 TEST(BenchPayload, CheckAcceptsThePatternAndNamesWhatIsWrong) {
@@ -165,6 +181,24 @@ TEST(BenchQuick, WritesEveryScenarioAndSize) {
     for (int n : consumer_counts)
       for (auto bytes : quick_concurrency_sizes)
         EXPECT_TRUE(point_ok(doc, s, bytes, n, 3));
+  // Fan-in: 64 consumers, each get of every timed run in the percentiles
+  // (512 handles a run in a quick run), ordered and positive.
+  std::vector<std::string> fanin{"fanin_64_chunked"};
+#ifdef FERRY_BENCH_WITH_UCX
+  fanin.push_back("fanin_64_rdma_sm");
+#else
+  EXPECT_TRUE(is_skipped(doc, "fanin_64_rdma_sm"));
+#endif
+  for (const auto& s : fanin) {
+    ASSERT_TRUE(point_ok(doc, s, 64 * KiB, 64, 3));
+    const auto& p = *find_point(doc, s, 64 * KiB, 64);
+    ASSERT_TRUE(p.contains("get_latency")) << p.dump();
+    const auto& l = p["get_latency"];
+    EXPECT_EQ(l.value("gets", 0), 512 * p.value("runs", 0)) << p.dump();
+    EXPECT_GT(l.value("p50_s", 0.0), 0.0) << p.dump();
+    EXPECT_LE(l.value("p50_s", 0.0), l.value("p99_s", 0.0)) << p.dump();
+    EXPECT_LE(l.value("p99_s", 0.0), l.value("max_s", 0.0)) << p.dump();
+  }
 
   // The targets are judged where both sides exist.
   ASSERT_TRUE(doc["targets"].is_array());
