@@ -83,6 +83,11 @@ using wire_stop_atom = caf::atom_constant<caf::atom("w_stop")>;
 // id); the receiver closes its own endpoint back.
 using ucx_goodbye_atom = caf::atom_constant<caf::atom("ucx_bye")>;
 
+// An owner to a consumer node's gateway, which hands it to its UCX engine:
+// answer (true) once every GET this node posted to the owner (its worker id)
+// before the fence arrived has ended. The owner's quarantine waits on it.
+using ucx_fence_atom = caf::atom_constant<caf::atom("ucx_fence")>;
+
 // The control channel (UCX active messages, rdma/control_protocol.hpp):
 // a consumer's call through the UCX engine, a one-way one, a peer's call
 // the engine hands the owner, and the owner's answer (or error answer) the

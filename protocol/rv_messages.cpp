@@ -160,14 +160,16 @@ struct reader<rv_ref_response> {
 template <>
 struct reader<rv_detach_request> {
   static rv_detach_request read(const json& j) {
-    return {read_handle(j), required_u64(j, "lease_id")};
+    return {read_handle(j), required_u64(j, "lease_id"),
+            optional_bool(j, "get_unfinished", false)};
   }
 };
 
 template <>
 struct reader<rv_release_request> {
   static rv_release_request read(const json& j) {
-    return {read_handle(j), required_u64(j, "lease_id")};
+    return {read_handle(j), required_u64(j, "lease_id"),
+            optional_bool(j, "get_unfinished", false)};
   }
 };
 
@@ -240,11 +242,17 @@ std::string encode(const rv_ref_response& x) {
 }
 
 std::string encode(const rv_detach_request& x) {
-  return dump({{"handle", x.handle}, {"lease_id", x.lease_id}});
+  json j{{"handle", x.handle}, {"lease_id", x.lease_id}};
+  if (x.get_unfinished)
+    j["get_unfinished"] = true;
+  return dump(j);
 }
 
 std::string encode(const rv_release_request& x) {
-  return dump({{"handle", x.handle}, {"lease_id", x.lease_id}});
+  json j{{"handle", x.handle}, {"lease_id", x.lease_id}};
+  if (x.get_unfinished)
+    j["get_unfinished"] = true;
+  return dump(j);
 }
 
 std::string encode(const rv_release_response& x) {

@@ -84,14 +84,19 @@ struct rv_ref_response {
   uint64_t refcount = 0;
 };
 
+// get_unfinished: the lease's GET was given up, not finished, so the owner's
+// UCX worker may still serve it from the block (JSON only when true; an old
+// consumer's detach means false).
 struct rv_detach_request {
   data_handle handle;
   uint64_t lease_id = 0;
+  bool get_unfinished = false;
 };
 
 struct rv_release_request {
   data_handle handle;
   uint64_t lease_id = 0;
+  bool get_unfinished = false;
 };
 
 struct rv_release_response {

@@ -21,6 +21,7 @@ ferry::owner_config node_config::owner_config() const {
   c.rdma_min_bytes = rdma_min_bytes;
   c.eager_max = eager_max;
   c.lease_timeout = effective_lease_timeout();
+  c.quarantine_max_hold = std::chrono::milliseconds{std::max<uint64_t>(rdma_quarantine_max_ms, 1)};
   c.request_timeout = request_timeout();
   c.transfer_timeout = transfer_timeout();
   c.register_in_place_min = 0; // the node sets it once UCX is up

@@ -70,6 +70,9 @@ struct node_config {
   bool rdma_enabled = true; // the kill switch; FERRY_RDMA_RENDEZVOUS_DISABLE wins
   uint64_t rdma_min_bytes = 64 * KiB;
   uint64_t lease_timeout_ms = 30000; // clamped to at least 1 ms
+  // The longest a freed block that a peer's GET given up may still read
+  // waits for that peer's fence (then its endpoints close and it goes).
+  uint64_t rdma_quarantine_max_ms = 60000; // clamped to at least 1 ms
   uint64_t initial_arena_bytes = 64 * MiB;
   uint64_t max_arena_bytes = 1 * GiB;
   uint64_t dedicated_arena_min = 64 * MiB;
@@ -109,6 +112,7 @@ struct node_config {
   bool test_fail_gets = false;
   uint64_t test_get_delay_ms = 0;
   bool test_stall_ucx = false; // the UCX engine never progresses for peers' GETs
+  uint64_t test_serve_delay_ms = 0; // ... only this long after each new descriptor
   bool test_fake_cuda = false; // staging runs on the fake CUDA (real mapped bytes)
 
   std::chrono::milliseconds request_timeout() const {

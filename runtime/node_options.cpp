@@ -105,6 +105,11 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_option("--lease-timeout-ms", cfg.lease_timeout_ms,
                  "Deadline of a lease while its transfer runs (at least 1 ms)")
     ->capture_default_str();
+  app.add_option("--rdma-quarantine-max-ms", cfg.rdma_quarantine_max_ms,
+                 "Longest a freed block that a peer's given-up GET may still read "
+                 "waits for that peer's fence; then the endpoints to it close and "
+                 "the block goes (at least 1 ms)")
+    ->capture_default_str();
   app.add_option("--initial-arena-bytes", cfg.initial_arena_bytes)
     ->capture_default_str();
   app.add_option("--max-arena-bytes", cfg.max_arena_bytes)->capture_default_str();
@@ -157,6 +162,9 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->group("");
   app.add_flag("--test-stall-ucx", cfg.test_stall_ucx,
                "Test hook: never progress UCX for peers' GETs (they hang)")
+    ->group("");
+  app.add_option("--test-serve-delay-ms", cfg.test_serve_delay_ms,
+                 "Test hook: serve peers' GETs only this long after each new descriptor")
     ->group("");
 }
 

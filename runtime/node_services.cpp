@@ -193,11 +193,11 @@ void node::start_ucx() {
   const auto& host = cfg_.bind_host;
   if (host == "localhost" || host.rfind("127.", 0) == 0 || host == "::1")
     setenv("UCX_NET_DEVICES", "lo", 0);
-  // The stalled-UCX fault hook needs a worker nobody progresses for peers,
-  // which the control channel's frames would: it keeps CAF requests.
+  // The stalled-UCX fault hooks need a worker nobody progresses for peers,
+  // which the control channel's frames would: they keep CAF requests.
   bool control_channel = control_channel_setting_of(cfg_.control_channel)
                            == control_channel_setting::automatic
-                         && !cfg_.test_stall_ucx;
+                         && !cfg_.test_stall_ucx && cfg_.test_serve_delay_ms == 0;
   ucx_context_config ucfg;
   ucfg.active_messages = control_channel; // the control channel's frames
   auto ctx = ucx_context::create(ucfg);
@@ -211,6 +211,7 @@ void node::start_ucx() {
   es.faults.fail_gets = cfg_.test_fail_gets;
   es.faults.get_delay = std::chrono::milliseconds{cfg_.test_get_delay_ms};
   es.faults.no_progress = cfg_.test_stall_ucx;
+  es.faults.serve_delay = std::chrono::milliseconds{cfg_.test_serve_delay_ms};
   es.get_timeout = cfg_.transfer_timeout();
   es.metrics = rdma_metrics_.get();
   es.worker_id = worker_id_;

@@ -165,7 +165,7 @@ void add_peer(gateway_ptr self, peer_hello peer) {
   if (auto& dir = self->state.params.directory)
     dir->put(peer.worker_id,
              {peer.owner, self->state.ucx_peers.count(peer.worker_id) > 0,
-              peer.messenger});
+              peer.messenger, false, peer.gateway});
   update_channel_gauge(self);
 }
 
@@ -338,6 +338,23 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         caf::anon_send(engine.actor(), ucx_goodbye_atom::value, worker_id);
         engine.wake();
       }
+    },
+    [=](ucx_fence_atom, uint64_t worker_id) -> caf::result<bool> {
+      // Only the peer itself asks after the GETs this node posted to it.
+      auto sender = self->current_sender();
+      auto i = self->state.peers.find(worker_id);
+      if (!sender || i == self->state.peers.end()
+          || i->second.gateway.node() != sender->node())
+        return make_error(errc::not_registered,
+                          "a UCX fence answers the registered peer it names only");
+      const auto& engine = self->state.params.engine;
+      if (!engine || self->state.ucx_peers.count(worker_id) == 0)
+        return true; // no GET of ours can read from it
+      using fence_taker = caf::typed_actor<caf::replies_to<ucx_fence_atom, uint64_t>::with<bool>>;
+      auto answer = self->delegate(caf::actor_cast<fence_taker>(engine.actor()),
+                                   ucx_fence_atom::value, worker_id);
+      engine.wake();
+      return answer;
     },
     [=](lookup_atom, uint64_t worker_id) -> caf::result<caf::actor, bool> {
       if (!is_registered(self, self->current_sender()))

@@ -32,6 +32,10 @@ using gateway_actor = caf::typed_actor<
   // A peer closed its UCX endpoint to this node (the idle reaper): this
   // node closes its own back (only a registered peer naming itself counts).
   caf::reacts_to<ucx_goodbye_atom, uint64_t>,
+  // A registered peer's owner (naming its worker id) asks for a fence: the
+  // answer comes once every UCX GET this node posted to it before has
+  // ended (at once without UCX); its quarantined blocks can then go.
+  caf::replies_to<ucx_fence_atom, uint64_t>::with<bool>,
   // The owner actor of a worker id (this node's own or a peer's), and
   // whether that peer is registered on this node's UCX engine.
   caf::replies_to<lookup_atom, uint64_t>::with<caf::actor, bool>,

@@ -36,4 +36,13 @@ bool peer_directory::knows_node(const caf::node_id& node) const {
   return false;
 }
 
+std::optional<std::pair<uint64_t, peer_directory::entry>>
+peer_directory::find_node(const caf::node_id& node) const {
+  std::shared_lock<std::shared_mutex> lock{mx_};
+  for (const auto& [wid, e] : peers_)
+    if (e.owner && e.owner.node() == node)
+      return std::make_pair(wid, e);
+  return std::nullopt;
+}
+
 } // namespace ferry

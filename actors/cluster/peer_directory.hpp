@@ -10,6 +10,7 @@
 #include <optional>
 #include <shared_mutex>
 #include <unordered_map>
+#include <utility>
 
 #include <caf/actor.hpp>
 #include <caf/node_id.hpp>
@@ -25,6 +26,7 @@ public:
     // Rendezvous calls to this peer go over the control channel (UCX active
     // messages through this node's engine) instead of CAF requests.
     bool control_am = false;
+    caf::actor gateway; // the peer's gateway (a proxy)
   };
 
   void put(uint64_t worker_id, entry e);
@@ -34,6 +36,8 @@ public:
   std::optional<entry> find(uint64_t worker_id) const;
   /// True when a registered peer lives on `node` (its owner's node).
   bool knows_node(const caf::node_id& node) const;
+  /// The worker id and entry of the registered peer on `node`.
+  std::optional<std::pair<uint64_t, entry>> find_node(const caf::node_id& node) const;
 
 private:
   mutable std::shared_mutex mx_;

@@ -55,10 +55,12 @@ rdma_metrics::rdma_metrics(prometheus::Registry& r) {
                    .Help("UCX endpoints closed, by reason (idle: the idle reaper; "
                          "peer_down: the peer left or came back as a new "
                          "incarnation; goodbye: the peer closed its own; "
-                         "shutdown: this node stopped)")
+                         "shutdown: this node stopped; quarantine: the owner let "
+                         "a quarantined block go after its longest hold)")
                    .Register(r);
   for (auto reason : {endpoint_close_reason::idle, endpoint_close_reason::peer_down,
-                      endpoint_close_reason::goodbye, endpoint_close_reason::shutdown})
+                      endpoint_close_reason::goodbye, endpoint_close_reason::shutdown,
+                      endpoint_close_reason::quarantine})
     endpoints_closed[static_cast<int>(reason)] = &closed.Add({{"reason", to_string(reason)}});
   arena_utilization = &prometheus::BuildGauge()
                          .Name("ferry_rdma_arena_utilization_ratio")
@@ -66,6 +68,22 @@ rdma_metrics::rdma_metrics(prometheus::Registry& r) {
                                "its arenas map (0 with no arena)")
                          .Register(r)
                          .Add({});
+  quarantined_bytes = &prometheus::BuildGauge()
+                         .Name("ferry_rdma_quarantined_bytes")
+                         .Help("Registered bytes of freed payloads kept out of reuse "
+                               "while a peer's GET given up may still read them")
+                         .Register(r)
+                         .Add({});
+  auto& released = prometheus::BuildCounter()
+                     .Name("ferry_rdma_quarantine_released_total")
+                     .Help("Quarantined blocks let go, by what cleared them (fence: "
+                           "the peer's engine had ended every GET it posted to us; "
+                           "peer_down: the peer went away; forced: the longest "
+                           "hold passed, the endpoint to the peer closed first)")
+                     .Register(r);
+  for (auto c : {quarantine_cleared_by::fence, quarantine_cleared_by::peer_down,
+                 quarantine_cleared_by::forced})
+    quarantine_released[static_cast<int>(c)] = &released.Add({{"cleared_by", to_string(c)}});
   auto& peers = prometheus::BuildGauge()
                   .Name("ferry_control_channel")
                   .Help("Peers whose rendezvous calls travel by each control channel "
@@ -91,12 +109,22 @@ rdma_metrics::rdma_metrics(prometheus::Registry& r) {
     control_dropped[i] = &dropped.Add({{"reason", to_string(static_cast<control_drop>(i))}});
 }
 
+const char* to_string(quarantine_cleared_by c) {
+  switch (c) {
+    case quarantine_cleared_by::fence: return "fence";
+    case quarantine_cleared_by::peer_down: return "peer_down";
+    case quarantine_cleared_by::forced: return "forced";
+  }
+  return "unknown";
+}
+
 const char* to_string(endpoint_close_reason r) {
   switch (r) {
     case endpoint_close_reason::idle: return "idle";
     case endpoint_close_reason::peer_down: return "peer_down";
     case endpoint_close_reason::goodbye: return "goodbye";
     case endpoint_close_reason::shutdown: return "shutdown";
+    case endpoint_close_reason::quarantine: return "quarantine";
   }
   return "unknown";
 }

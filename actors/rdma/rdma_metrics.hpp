@@ -24,8 +24,14 @@ struct rdma_metrics {
   prometheus::Gauge* abandoned_gets;        // ferry_ucx_abandoned_gets
   prometheus::Gauge* ucx_endpoints;         // ferry_ucx_endpoints (open)
   // ferry_ucx_endpoints_closed_total{reason}, indexed by endpoint_close_reason
-  prometheus::Counter* endpoints_closed[4];
+  prometheus::Counter* endpoints_closed[5];
   prometheus::Gauge* arena_utilization;     // ferry_rdma_arena_utilization_ratio
+  // The owner's quarantine (actors/rendezvous/rdma_quarantine.hpp):
+  // ferry_rdma_quarantined_bytes, and the blocks it let go,
+  // ferry_rdma_quarantine_released_total{cleared_by}, indexed by
+  // quarantine_cleared_by.
+  prometheus::Gauge* quarantined_bytes;
+  prometheus::Counter* quarantine_released[3];
   // The control channel (issue 23). ferry_control_channel{channel}: peers
   // whose rendezvous calls go by each channel (0 caf, 1 ucx_am);
   // ferry_control_calls_total{channel}: calls this node's consumers made;
@@ -35,8 +41,12 @@ struct rdma_metrics {
   prometheus::Counter* control_dropped[7];
 };
 
+/// What let a quarantined block go (the cleared_by label).
+enum class quarantine_cleared_by { fence, peer_down, forced };
+const char* to_string(quarantine_cleared_by c);
+
 /// Why the UCX engine closed an endpoint (the reason label).
-enum class endpoint_close_reason { idle, peer_down, goodbye, shutdown };
+enum class endpoint_close_reason { idle, peer_down, goodbye, shutdown, quarantine };
 const char* to_string(endpoint_close_reason r);
 
 } // namespace ferry

@@ -18,6 +18,7 @@ using pool_free_atom = caf::atom_constant<caf::atom("pool_free")>;
 using ucx_peer_atom = caf::atom_constant<caf::atom("ucx_peer")>;
 using ucx_get_atom = caf::atom_constant<caf::atom("ucx_get")>;
 using ucx_hold_atom = caf::atom_constant<caf::atom("ucx_hold")>;
+using ucx_retire_atom = caf::atom_constant<caf::atom("ucx_retire")>;
 using region_register_atom = caf::atom_constant<caf::atom("reg_region")>;
 using region_unregister_atom = caf::atom_constant<caf::atom("unreg_reg")>;
 using region_stage_atom = caf::atom_constant<caf::atom("stage_reg")>;

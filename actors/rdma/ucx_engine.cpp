@@ -12,6 +12,7 @@
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 
+#include "actors/rdma/get_fences.hpp"
 #include "actors/rdma/rdma_metrics.hpp"
 #include "actors/rdma/ucx_control_channel.hpp"
 #include "protocol/atoms.hpp"
@@ -35,6 +36,7 @@ struct pending_get {
   ucx_remote_key key;
   ucx_get_request request;
   uint64_t worker_id = 0;
+  uint64_t seq = 0; // in the order GETs were posted (fences wait by it)
   caf::response_promise rp;
   clock_type::time_point started;
   clock_type::time_point deadline;
@@ -50,6 +52,9 @@ constexpr auto spin_window = std::chrono::milliseconds{50};
 constexpr auto channel_spin = std::chrono::microseconds{500};
 /// How often abandoned GETs are looked at when nothing else runs.
 constexpr auto abandoned_poll = std::chrono::milliseconds{100};
+/// ... and while an owner's fence waits for them (its quarantined blocks
+/// go when they end): each fragment of an emulated GET needs a progress.
+constexpr auto fenced_poll = std::chrono::milliseconds{5};
 /// The longest an eager endpoint's wireup is waited on (progressed for).
 constexpr auto eager_wireup_limit = std::chrono::seconds{5};
 /// The longest an idle or goodbye close waits for UCX (nothing is in
@@ -86,7 +91,14 @@ struct engine {
   std::map<uint64_t, clock_type::time_point> wireups{}; // eager, until
   uint64_t endpoints_created = 0;
   uint64_t eager_wireups_done = 0;
-  uint64_t closed_by[4] = {0, 0, 0, 0}; // by endpoint_close_reason
+  uint64_t closed_by[5] = {0, 0, 0, 0, 0}; // by endpoint_close_reason
+  // -- fences: owners waiting until our GETs to them ended -------------------
+  clock_type::time_point serve_from{}; // the serve_delay fault hook
+  uint64_t last_get = 0; // GETs are numbered as they are posted
+  get_fences fences;
+  // Blocks an owner let go after closing our endpoint to a peer (forced out
+  // of its quarantine), kept until that endpoint is really closed.
+  std::multimap<uint64_t, pinned_ptr> after_close;
   // The control channel (null when off); declared last, destroyed first:
   // its inbox's handler goes before the endpoints and the worker.
   std::unique_ptr<ucx_control_channel> control{};
@@ -228,12 +240,47 @@ struct engine {
     update_gauge();
   }
 
+  /// Whether a GET to `worker_id` numbered at most `up_to` still runs.
+  bool runs_before(uint64_t worker_id, uint64_t up_to) const {
+    for (const auto* list : {&gets, &abandoned})
+      for (const auto& g : *list)
+        if (g.worker_id == worker_id && g.seq <= up_to)
+          return true;
+    return false;
+  }
+
+  get_fences::runs_fn runs_fn() const {
+    return [this](uint64_t w, uint64_t up_to) { return runs_before(w, up_to); };
+  }
+
+  /// An owner's fence: answered once our GETs to it so far have ended.
+  void fence(caf::blocking_actor* self, uint64_t worker_id) {
+    fences.add(worker_id, last_get, self->make_response_promise(), runs_fn(),
+               clock_type::now());
+  }
+
+  /// The owner forced a block out of its quarantine: our endpoints to the
+  /// peers that may still read it close first (with a goodbye, so each
+  /// drops its own back and its next GET wires up a fresh pair); the block
+  /// goes once they are closed.
+  void retire_for_quarantine(caf::blocking_actor* self, const std::vector<uint64_t>& peers,
+                             pinned_ptr block) {
+    for (auto peer : peers) {
+      if (auto g = gateways.find(peer); g != gateways.end() && g->second)
+        self->send(g->second, ucx_goodbye_atom::value, own_worker_id);
+      if (uses(abandoned, peer) && endpoints.count(peer) > 0)
+        after_close.emplace(peer, block); // closed once those GETs end
+      retire_endpoint(peer, endpoint_close_reason::quarantine);
+    }
+  }
+
   void close_unused_retired() {
     for (auto i = retired.begin(); i != retired.end();) {
       if (uses(abandoned, i->first)) {
         ++i;
         continue;
       }
+      after_close.erase(i->first);
       i->second.close(std::chrono::milliseconds{50});
       i = retired.erase(i);
     }
@@ -324,6 +371,7 @@ struct engine {
     g.started = clock_type::now();
     g.deadline = g.started + get_timeout;
     g.worker_id = worker_id;
+    g.seq = ++last_get;
     g.dest = std::move(dest);
     auto fail = [&](std::string why) {
       g.rp.deliver(make_error(errc::get_failed, std::move(why)));
@@ -420,7 +468,15 @@ struct engine {
   }
 
   /// Our descriptors out make peers' emulated GETs need our progress.
-  bool serving() const { return holds > 0 && !faults.no_progress; }
+  bool serving() const { return holds > 0 && !faults.no_progress && !serve_delayed(); }
+  /// The serve_delay fault hook holds peers' GETs back (tests only).
+  bool serve_delayed() const {
+#ifdef FERRY_TEST_HOOKS
+    return clock_type::now() < serve_from;
+#else
+    return false;
+#endif
+  }
   bool busy() const { return !gets.empty() || serving() || !wireups.empty(); }
   /// The control channel has peers or calls out: UCX's events must wake
   /// the engine, so it sleeps on the worker's event fd, not its mailbox.
@@ -428,7 +484,12 @@ struct engine {
 
   /// How long an idle engine may sleep on its mailbox.
   std::chrono::milliseconds idle_sleep() const {
-    auto sleep = abandoned.empty() ? std::chrono::milliseconds{1000} : abandoned_poll;
+    auto sleep = abandoned.empty() ? std::chrono::milliseconds{1000}
+                 : fences.empty()  ? abandoned_poll
+                                   : fenced_poll;
+    if (holds > 0 && serve_delayed()) // wake when serving resumes
+      sleep = std::min(sleep, std::chrono::ceil<std::chrono::milliseconds>(
+                                serve_from - clock_type::now()));
     if (activity.reaping() && activity.open() > 0) {
       auto until = std::chrono::ceil<std::chrono::milliseconds>(activity.next_scan()
                                                                 - clock_type::now());
@@ -452,7 +513,7 @@ struct engine {
   /// Progresses the worker until it has nothing left; answers whether
   /// anything moved.
   bool drain_progress() {
-    if (faults.no_progress && gets.empty())
+    if ((faults.no_progress || serve_delayed()) && gets.empty())
       return false;
     bool moved = false;
     while (worker.progress() > 0)
@@ -477,6 +538,10 @@ struct engine {
       count_close(endpoint_close_reason::shutdown);
     retired.clear();
     endpoints.clear();
+    for (auto& [peer, block] : after_close) // a peer's request may have come
+      lent.push_back(std::move(block));
+    after_close.clear();
+    fences.fail_all(make_error(errc::draining, "UCX engine stopped"));
     wireups.clear();
     warm->clear();
     // After the endpoints: the sends their close cancelled counted in it.
@@ -514,7 +579,9 @@ struct engine {
          {{"idle", closed_by[0]},
           {"peer_down", closed_by[1]},
           {"goodbye", closed_by[2]},
-          {"shutdown", closed_by[3]}}}}}}
+          {"shutdown", closed_by[3]},
+          {"quarantine", closed_by[4]}}}}},
+      {"fences_waiting", fences.size()}}
       .dump();
   }
 };
@@ -528,7 +595,15 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
       },
       [&](ucx_goodbye_atom, uint64_t worker_id) { e->on_goodbye(worker_id); },
       [&](ucx_forget_atom, uint64_t worker_id) { e->forget(worker_id); },
-      [&](ucx_hold_atom, int64_t delta) { e->holds += delta; },
+      [&](ucx_hold_atom, int64_t delta) {
+        e->holds += delta;
+        if (delta > 0 && e->faults.serve_delay.count() > 0)
+          e->serve_from = clock_type::now() + e->faults.serve_delay;
+      },
+      [&](ucx_fence_atom, uint64_t worker_id) { e->fence(self, worker_id); },
+      [&](ucx_retire_atom, std::vector<uint64_t>& peers, pinned_ptr& block) {
+        e->retire_for_quarantine(self, peers, std::move(block));
+      },
       [&](ucx_get_atom, uint64_t worker_id, uint64_t generation, uint64_t addr,
           uint64_t len, std::vector<uint8_t>& rkey, pinned_ptr& dest) {
         e->start_get(self, worker_id, generation, addr, len, rkey, std::move(dest));
@@ -590,11 +665,18 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
   while (e->running) {
     e->warm->expire();
     if (!e->abandoned.empty()) {
-      if (!e->faults.no_progress)
-        e->worker.progress();
+      if (!e->faults.no_progress && !e->serve_delayed()) {
+        if (e->fences.empty())
+          e->worker.progress();
+        else // a fence waits on them: all they can move now
+          while (e->worker.progress() > 0) {
+          }
+      }
       e->reap_abandoned();
     }
     e->check_wireups();
+    if (!e->fences.empty())
+      e->fences.check(e->runs_fn(), clock_type::now());
     e->reap_idle(self);
     if (e->control)
       e->control->poll(self);

@@ -61,6 +61,10 @@ struct ucx_engine_faults {
   std::chrono::milliseconds get_delay{0};    // hold each completion this long
   bool no_progress = false; // never progress for our descriptors: peers'
                             // emulated GETs (tcp) from this node hang
+  // Progress for our descriptors only this long after the last new one
+  // went out: a peer's emulated GET waits that long (and gives up first
+  // when its own bound is shorter), then is served.
+  std::chrono::milliseconds serve_delay{0};
 };
 
 struct rdma_metrics;
@@ -105,7 +109,14 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///     now and progressed until wired up (bounded)
 ///   (ucx_goodbye_atom, uint64_t worker_id)  the peer closed its endpoint to
 ///     us: ours closes too once nothing runs on it
-///   (ucx_hold_atom, int64_t delta)        descriptors out on this node
+///   (ucx_hold_atom, int64_t delta)        descriptors out on this node (and
+///     blocks in the owner's quarantine: peers' GETs of them are served)
+///   (ucx_fence_atom, uint64_t worker_id) -> bool  (from the gateway, for
+///     that peer's owner) true once every GET we posted to it so far ended
+///     (get_fences.hpp); timeout after 10 s
+///   (ucx_retire_atom, std::vector<uint64_t> peers, pinned_ptr block)  the
+///     owner forced a quarantined block out: our endpoints to those peers
+///     close (after a goodbye), then the block goes
 ///   (ucx_get_atom, uint64_t worker_id, uint64_t generation, uint64_t addr,
 ///    uint64_t len, std::vector<uint8_t> rkey, pinned_ptr dest)
 ///     -> (uint64_t nanoseconds)  or errc::get_failed
@@ -136,7 +147,7 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///     invalidations, entries, bytes}, warm_destination {kept, reused,
 ///     dropped, held_bytes}, gets_in_flight, gets_abandoned, endpoints
 ///     {open, created, eager_wireups, wireups_pending, idle_timeout_ms,
-///     closed {idle, peer_down, goodbye, shutdown}}
+///     closed {idle, peer_down, goodbye, shutdown, quarantine}}, fences_waiting
 struct ucx_engine_start {
   std::shared_ptr<const ucx_context> context;
   ucx_engine_faults faults;

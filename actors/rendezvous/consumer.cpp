@@ -356,10 +356,10 @@ void apply(consumer_ptr self, transfer::commands cmds) {
                rv_lease_renew_request{st.handle, c.lease_id});
         } else if constexpr (std::is_same_v<T, transfer::send_detach>) {
           tell(self, rv_detach_atom::value,
-               rv_detach_request{st.handle, c.lease_id});
+               rv_detach_request{st.handle, c.lease_id, c.get_unfinished});
         } else if constexpr (std::is_same_v<T, transfer::send_release>) {
           tell(self, rv_release_atom::value,
-               rv_release_request{st.handle, c.lease_id});
+               rv_release_request{st.handle, c.lease_id, c.get_unfinished});
         } else if constexpr (std::is_same_v<T, transfer::send_hold>) {
           // Deferred through the consumer service (most callers end the
           // lease sooner: no message at all).

@@ -29,4 +29,11 @@ std::optional<uint64_t> lease_holders::forget(const caf::node_id& node) {
   return id;
 }
 
+std::optional<caf::node_id> lease_holders::node_of(uint64_t id) const {
+  for (const auto& [node, e] : nodes_)
+    if (e.id == id)
+      return node;
+  return std::nullopt;
+}
+
 } // namespace ferry

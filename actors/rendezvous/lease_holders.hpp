@@ -33,6 +33,9 @@ public:
   /// forgets it, or nullopt for a node that never held a lease here.
   std::optional<uint64_t> forget(const caf::node_id& node);
 
+  /// The node behind holder `id`, while it is known.
+  std::optional<caf::node_id> node_of(uint64_t id) const;
+
   size_t nodes() const { return nodes_.size(); }
 
 private:

@@ -20,6 +20,7 @@
 #include "actors/rendezvous/lease_reaper.hpp"
 #include "actors/rendezvous/owner_metrics.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
+#include "actors/rendezvous/rdma_quarantine.hpp"
 #include "actors/rendezvous/slot_store.hpp"
 #include "protocol/control_frame.hpp"
 #include "protocol/errors.hpp"
@@ -47,6 +48,8 @@ struct owner_state {
   // tcp the worker serves it by reading the block), so they stay mapped
   // until the owner ends, after the node stopped its UCX engine.
   std::vector<pinned_ptr> demoted;
+  // Blocks of freed slots that a peer's GET given up may still read.
+  rdma_quarantine quarantine;
   lease_reaper_actor reaper;
   bool reaper_armed = false; // until a sweep reports no deadline left
   std::vector<caf::typed_response_promise<chunk_bytes>> stalled; // test hook
@@ -74,7 +77,7 @@ void update_gauges(owner_ptr self) {
 
 void arm_reaper_if_needed(owner_ptr self) {
   auto& st = self->state;
-  if (!st.reaper || st.reaper_armed || !st.store.has_deadlines())
+  if (!st.reaper || st.reaper_armed || (!st.store.has_deadlines() && st.quarantine.empty()))
     return;
   self->send(st.reaper, arm_atom::value);
   st.reaper_armed = true;
@@ -92,13 +95,106 @@ void count_path(owner_ptr self, path_reason reason) {
 /// worker for emulated GETs while any is.
 void sync_holds(owner_ptr self) {
   auto& st = self->state;
-  auto now_out = static_cast<int64_t>(st.store.rdma_leases());
+  // A quarantined block counts: the peer's GET that may read it must be
+  // served (and so end), or the fence that lets it go never answers.
+  auto now_out = static_cast<int64_t>(st.store.rdma_leases() + st.quarantine.blocks());
   if (now_out == st.reported_holds || !st.rdma.engine)
     return;
   caf::anon_send(st.rdma.engine.actor(), ucx_hold_atom::value,
                  now_out - st.reported_holds);
   st.rdma.engine.wake();
   st.reported_holds = now_out;
+}
+
+// -- the quarantine: blocks a peer's GET given up may still read -----------
+
+void tend_quarantine(owner_ptr self);
+
+/// The gateway of holder `holder`'s node, where its fence goes; empty when
+/// that node is not (or no longer) a registered peer.
+caf::actor fence_target(owner_ptr self, uint64_t holder, uint64_t* worker_id = nullptr) {
+  auto& st = self->state;
+  auto node = st.holders.node_of(holder);
+  if (!node || !st.rdma.peers)
+    return {};
+  auto peer = st.rdma.peers->find_node(*node);
+  if (!peer)
+    return {};
+  if (worker_id)
+    *worker_id = peer->first;
+  return peer->second.gateway;
+}
+
+void send_fence(owner_ptr self, uint64_t holder) {
+  auto& st = self->state;
+  auto gateway = fence_target(self, holder);
+  if (!gateway) {
+    st.quarantine.fence_answered(holder, false, now(self));
+    return;
+  }
+  auto answered = [=](bool ok) {
+    self->state.quarantine.fence_answered(holder, ok, now(self));
+    tend_quarantine(self);
+  };
+  self->request(gateway, st.cfg.request_timeout, ucx_fence_atom::value, st.store.worker_id())
+    .then([=](bool ok) { answered(ok); },
+          [=](caf::error& err) {
+            spdlog::debug("owner: UCX fence to holder {} failed: {}", holder, describe(err));
+            answered(false);
+          });
+}
+
+/// Lets go what the quarantine cleared, hands blocks past their longest hold
+/// to the engine (it closes the endpoints to their peers, then drops them),
+/// sends the fences due; the gauges, the engine's holds and the reaper follow.
+void tend_quarantine(owner_ptr self) {
+  auto& st = self->state;
+  auto t = now(self);
+  auto released = st.quarantine.collect(t);
+  for (auto& forced : released.forced) {
+    std::vector<uint64_t> workers;
+    for (auto holder : forced.holders) {
+      uint64_t worker = 0;
+      if (fence_target(self, holder, &worker))
+        workers.push_back(worker);
+    }
+    spdlog::warn("owner: a quarantined block of {} bytes goes after {} ms without a "
+                 "fence; the UCX endpoints to its {} peer(s) close first",
+                 forced.bytes, st.cfg.quarantine_max_hold.count(), workers.size());
+    if (st.rdma.engine && !workers.empty()) {
+      caf::anon_send(st.rdma.engine.actor(), ucx_retire_atom::value, std::move(workers),
+                     std::move(forced.block));
+      st.rdma.engine.wake();
+    }
+  }
+  if (auto* m = st.rdma.metrics) {
+    auto count = [&](quarantine_cleared_by c, uint64_t n) {
+      if (n > 0)
+        m->quarantine_released[static_cast<int>(c)]->Increment(static_cast<double>(n));
+    };
+    count(quarantine_cleared_by::fence, released.by_fence);
+    count(quarantine_cleared_by::peer_down, released.by_peer_down);
+    count(quarantine_cleared_by::forced, released.forced.size());
+    m->quarantined_bytes->Set(static_cast<double>(st.quarantine.bytes()));
+  }
+  for (auto holder : st.quarantine.fences_due(t))
+    send_fence(self, holder);
+  sync_holds(self);
+  arm_reaper_if_needed(self);
+}
+
+/// After a store call that may free slots: the blocks a GET may still read
+/// go into the quarantine instead of back to the pool. `gone`: a holder
+/// whose node went away (its blocks wait a short grace, then go).
+void quarantine_freed(owner_ptr self, std::optional<uint64_t> gone = std::nullopt) {
+  auto& st = self->state;
+  auto freed = st.store.take_unsettled();
+  for (auto& u : freed)
+    st.quarantine.add(std::move(u.block), u.len, u.readers, now(self));
+  if (gone)
+    st.quarantine.holder_gone(*gone, now(self));
+  if (!st.quarantine.empty())
+    tend_quarantine(self);
 }
 
 /// The holder id of the node that sent the current message (0: this node),
@@ -136,6 +232,7 @@ void drop_node(owner_ptr self, const caf::node_id& node) {
   if (!id)
     return;
   auto dropped = self->state.store.drop_holder(*id);
+  quarantine_freed(self, *id);
   if (dropped == 0)
     return;
   spdlog::info("owner: {} leases of node {} ended: it went away", dropped,
@@ -367,8 +464,9 @@ caf::expected<std::string> answer_detach(owner_ptr self, const std::string& body
   auto req = admitted<rv_detach_request>(self, body);
   if (!req)
     return req.error();
-  if (auto err = self->state.store.detach(req->handle, req->lease_id))
+  if (auto err = self->state.store.detach(req->handle, req->lease_id, req->get_unfinished))
     return err;
+  quarantine_freed(self);
   sync_holds(self);
   update_gauges(self);
   return std::string{"{}"};
@@ -378,9 +476,10 @@ caf::expected<std::string> answer_release(owner_ptr self, const std::string& bod
   auto req = admitted<rv_release_request>(self, body);
   if (!req)
     return req.error();
-  auto resp = self->state.store.release(req->handle, req->lease_id);
+  auto resp = self->state.store.release(req->handle, req->lease_id, req->get_unfinished);
   if (!resp)
     return resp.error();
+  quarantine_freed(self);
   sync_holds(self);
   update_gauges(self);
   return encode(*resp);
@@ -683,6 +782,9 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
                                  owner_rdma_links rdma) {
   self->state.store = slot_store{worker_id, cfg.chunk_size};
   self->state.cfg = cfg;
+  self->state.quarantine = rdma_quarantine{{cfg.quarantine_fence_retry,
+                                            cfg.quarantine_after_down,
+                                            cfg.quarantine_max_hold}};
   self->state.metrics = metrics;
   self->state.rdma = rdma;
   if (!rdma.pool)
@@ -746,6 +848,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       auto freed = self->state.store.unref(h);
       if (!freed)
         return freed.error();
+      quarantine_freed(self);
       update_gauges(self);
       return *freed;
     },
@@ -840,10 +943,12 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       }
       if (auto* r = self->state.rdma.metrics)
         r->leases_reaped->Increment(static_cast<double>(result.rdma_leases_reaped));
+      quarantine_freed(self);
       sync_holds(self);
       update_gauges(self);
       // The reaper goes idle on false and waits for the next arm.
-      self->state.reaper_armed = self->state.store.has_deadlines();
+      self->state.reaper_armed =
+        self->state.store.has_deadlines() || !self->state.quarantine.empty();
       return self->state.reaper_armed;
     },
     [=](stat_atom) -> std::string {
@@ -851,7 +956,10 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       return nlohmann::json{{"slots", s.slots},
                             {"staged_bytes", s.staged_bytes},
                             {"leases", s.leases},
-                            {"transfers", s.transfers}}
+                            {"transfers", s.transfers},
+                            {"quarantine",
+                             {{"blocks", self->state.quarantine.blocks()},
+                              {"bytes", self->state.quarantine.bytes()}}}}
         .dump();
     },
   };

@@ -50,6 +50,13 @@ struct owner_config {
   // memory pins nothing (ucx_context::registers_without_pinning).
   uint64_t register_in_place_min = 0;
   std::chrono::milliseconds lease_timeout{30000};   // RDMA lease deadline
+  // The quarantine of blocks a peer's GET may still read (rdma_quarantine.hpp):
+  // a failed fence goes again after fence_retry; a peer that went away is
+  // cleared after_down later; a block goes at the latest after max_hold,
+  // the endpoints to its peers closed first.
+  std::chrono::milliseconds quarantine_fence_retry{1000};
+  std::chrono::milliseconds quarantine_after_down{1000};
+  std::chrono::milliseconds quarantine_max_hold{60000};
   std::chrono::milliseconds request_timeout{10000}; // bound on its own requests
   std::chrono::milliseconds transfer_timeout{300000}; // bound on a bulk copy
   // Test hook: corrupt each descriptor ("unknown_backend", "truncated",

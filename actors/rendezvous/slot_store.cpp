@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 #include "protocol/errors.hpp"
@@ -250,10 +251,17 @@ void slot_store::make_held(lease& l) {
   l.holder = holder;
 }
 
-caf::error slot_store::end_lease(slot& s, uint64_t lease_id) {
+void slot_store::note_reader(slot& s, const lease& l, bool get_may_run) {
+  // Holder 0 is this node: its gets never GET from their own owner.
+  if (get_may_run && l.rdma && l.holder != 0 && s.pinned)
+    s.get_readers.insert(l.holder);
+}
+
+caf::error slot_store::end_lease(slot& s, uint64_t lease_id, bool get_may_run) {
   auto i = s.leases.find(lease_id);
   if (i == s.leases.end())
     return make_error(errc::unknown_lease);
+  note_reader(s, i->second, get_may_run);
   forget_lease(i->second);
   s.leases.erase(i);
   return caf::none;
@@ -264,11 +272,15 @@ void slot_store::free_slot(uint64_t slot_id) {
   if (i == slots_.end())
     return;
   auto& s = i->second;
-  for (auto& [id, l] : s.leases)
+  for (auto& [id, l] : s.leases) {
+    note_reader(s, l, true);
     forget_lease(l);
+  }
   if (s.expires_at)
     --deadline_count_;
   staged_bytes_ -= s.len;
+  if (s.pinned && !s.get_readers.empty())
+    unsettled_.push_back({std::move(s.pinned), s.len, std::move(s.get_readers)});
   slots_.erase(i);
 }
 
@@ -278,22 +290,22 @@ void slot_store::free_if_unreferenced(uint64_t slot_id) {
     free_slot(slot_id);
 }
 
-caf::error slot_store::detach(const data_handle& h, uint64_t lease_id) {
+caf::error slot_store::detach(const data_handle& h, uint64_t lease_id, bool get_may_run) {
   if (h.hi != worker_id_ || slots_.count(h.lo) == 0)
     return unknown_handle(h);
   auto& s = slots_.at(h.lo);
-  if (auto err = end_lease(s, lease_id))
+  if (auto err = end_lease(s, lease_id, get_may_run))
     return unknown_lease(h, lease_id);
   free_if_unreferenced(h.lo);
   return caf::none;
 }
 
 caf::expected<rv_release_response>
-slot_store::release(const data_handle& h, uint64_t lease_id) {
+slot_store::release(const data_handle& h, uint64_t lease_id, bool get_may_run) {
   auto s = find(h);
   if (!s)
     return unknown_handle(h);
-  if (auto err = end_lease(*s, lease_id))
+  if (auto err = end_lease(*s, lease_id, get_may_run))
     return unknown_lease(h, lease_id);
   auto remaining = --s->refcount;
   free_if_unreferenced(h.lo);
@@ -341,6 +353,7 @@ uint64_t slot_store::drop_holder(uint64_t holder) {
         ++i;
         continue;
       }
+      note_reader(s, i->second, true); // it cannot say whether its GET ended
       forget_lease(i->second);
       i = s.leases.erase(i);
       ++dropped;
@@ -381,7 +394,7 @@ slot_store::sweep_result slot_store::sweep(time_point now) {
       } else {
         ++result.leases_expired;
       }
-      end_lease(s, lease_id);
+      end_lease(s, lease_id, true); // a reaped GET may still be on its way
     }
     if (!expired_leases.empty())
       touched.push_back(id);
@@ -393,6 +406,10 @@ slot_store::sweep_result slot_store::sweep(time_point now) {
   for (auto id : touched)
     free_if_unreferenced(id);
   return result;
+}
+
+std::vector<slot_store::unsettled_block> slot_store::take_unsettled() {
+  return std::exchange(unsettled_, {});
 }
 
 bool slot_store::has_deadlines() const {

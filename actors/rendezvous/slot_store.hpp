@@ -25,6 +25,11 @@
 // - hold turns a lease whose transfer is done into a plain held lease, the
 //   same on both paths: no deadline, no transfer, never reaped; it ends at
 //   detach, release, drop_holder, or the slot's time-to-live.
+// - An RDMA lease that ends while its GET may still run (its consumer says
+//   so at detach or release, the sweep reaps it, its holder went away)
+//   leaves its holder on the slot as a possible reader; a pinned slot freed
+//   with possible readers hands its block out (take_unsettled) for the
+//   owner's quarantine (rdma_quarantine.hpp) instead of letting it go.
 // Must never: hand out a view into a freed slot, or free a slot a lease reads.
 #pragma once
 
@@ -32,7 +37,9 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <set>
 #include <unordered_map>
+#include <vector>
 
 #include <caf/error.hpp>
 #include <caf/expected.hpp>
@@ -65,6 +72,13 @@ public:
     uint64_t leases_expired = 0;     // chunked leases ended by their deadline
     uint64_t rdma_leases_reaped = 0; // RDMA leases force-released
     uint64_t slots_expired = 0;
+  };
+
+  /// A block freed while GETs of `readers` (holders) may still read it.
+  struct unsettled_block {
+    pinned_ptr block;
+    uint64_t len = 0;
+    std::set<uint64_t> readers;
   };
 
   /// What an RDMA grant needs: the lease and the block it reads.
@@ -142,10 +156,13 @@ public:
   /// every reference belongs to a lease that will release it.
   caf::expected<bool> unref(const data_handle& h);
 
-  caf::error detach(const data_handle& h, uint64_t lease_id);
+  /// `get_may_run`: the lease's GET was given up, not finished, so UCX may
+  /// still serve it (an RDMA lease only; ignored for any other).
+  caf::error detach(const data_handle& h, uint64_t lease_id, bool get_may_run = false);
 
   caf::expected<rv_release_response> release(const data_handle& h,
-                                             uint64_t lease_id);
+                                             uint64_t lease_id,
+                                             bool get_may_run = false);
 
   caf::error renew(const data_handle& h, uint64_t lease_id, time_point now);
 
@@ -162,6 +179,10 @@ public:
 
   /// True while any lease deadline or slot time-to-live exists.
   bool has_deadlines() const;
+
+  /// The blocks of slots freed while a GET may still read them, since the
+  /// last call (the owner quarantines them).
+  std::vector<unsettled_block> take_unsettled();
 
   /// RDMA leases currently held (descriptors out).
   uint64_t rdma_leases() const { return rdma_lease_count_; }
@@ -190,6 +211,7 @@ private:
     uint64_t refcount = 1;
     std::unordered_map<uint64_t, lease> leases;
     std::optional<time_point> expires_at; // time-to-live
+    std::set<uint64_t> get_readers; // holders whose GET may still read it
   };
 
   struct transfer {
@@ -200,13 +222,14 @@ private:
   slot* find(const data_handle& h);
   caf::expected<lease*> find_lease(const data_handle& h, uint64_t lease_id);
   const slot* find(const data_handle& h) const;
-  caf::error end_lease(slot& s, uint64_t lease_id);
+  caf::error end_lease(slot& s, uint64_t lease_id, bool get_may_run);
   void free_slot(uint64_t slot_id);
   void free_if_unreferenced(uint64_t slot_id);
   uint64_t chunk_count(const slot& s) const;
   data_handle add_slot(slot s, time_point now, std::optional<duration> ttl);
   uint64_t add_lease(slot& s, lease l, time_point now, duration deadline);
   void forget_lease(const lease& l);
+  static void note_reader(slot& s, const lease& l, bool get_may_run);
   void make_held(lease& l);
   static bool has_rdma_lease(const slot& s);
 
@@ -220,6 +243,7 @@ private:
   uint64_t deadline_count_ = 0; // leases with a deadline + slots with a TTL
   std::unordered_map<uint64_t, slot> slots_;
   std::unordered_map<uint64_t, transfer> transfers_;
+  std::vector<unsettled_block> unsettled_;
 };
 
 } // namespace ferry

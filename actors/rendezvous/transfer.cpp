@@ -231,15 +231,15 @@ transfer::commands transfer::on_get_failed(const caf::error& err) {
   bool abandoned = is(err, errc::get_abandoned) || err == caf::sec::request_timeout;
   if (abandoned && p_.dest == into::pinned_writer)
     return failed(err); // get_abandoned: see failed()
-  return fall_back(path_reason::get_failed);
+  return fall_back(path_reason::get_failed, abandoned);
 }
 
 /// The one fallback: detach the RDMA lease, acquire with no offer, pull.
-transfer::commands transfer::fall_back(path_reason reason) {
+transfer::commands transfer::fall_back(path_reason reason, bool get_unfinished) {
   commands out{count{transfer_path::chunked, reason}};
   renewing_ = false;
   if (have_lease_)
-    out.emplace_back(send_detach{lease_id_});
+    out.emplace_back(send_detach{lease_id_, get_unfinished});
   have_lease_ = false;
   fell_back_ = true;
   descriptor_ = rdma_descriptor{};
@@ -348,14 +348,15 @@ transfer::commands transfer::failed(caf::error err, bool detach) {
                          "finished and UCX may still write it: drop that writer "
                          "(ferry keeps its memory until UCX lets go of it) and get "
                          "again into a fresh one, or with get or get_pinned");
+  bool get_unfinished = phase_ == phase::getting;
   phase_ = phase::done;
   renewing_ = false;
   commands out;
   if (detach && have_lease_) {
     if (p_.single_use)
-      out.emplace_back(send_release{lease_id_});
+      out.emplace_back(send_release{lease_id_, get_unfinished});
     else
-      out.emplace_back(send_detach{lease_id_});
+      out.emplace_back(send_detach{lease_id_, get_unfinished});
   }
   have_lease_ = false;
   out.emplace_back(fail{std::move(err)});

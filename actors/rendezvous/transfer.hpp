@@ -42,7 +42,9 @@
 // - The hold after a GET goes later, through the consumer service, when it
 //   may (defer_holds) and its bound leaves min_hold_deferral; else at once.
 // - On any failure after the lease was granted it detaches the lease,
-//   except when the owner is gone.
+//   except when the owner is gone. A detach (or release) of a lease whose
+//   GET was posted and has not ended (given up: get_abandoned or a timeout;
+//   or the get ended while it ran) says get_unfinished.
 // - A single-use get (a transparently staged payload) releases instead:
 //   after it delivered, and on any failure holding a lease (over
 //   staged_payload_max too), so the owner frees its copy; nobody else
@@ -114,9 +116,12 @@ public:
   /// Deliver a renewal tick after `period`.
   struct schedule_renewal { std::chrono::milliseconds period; };
   struct send_renew { uint64_t lease_id; };
-  struct send_detach { uint64_t lease_id; };
+  /// `get_unfinished`: the lease's GET was posted and has not ended (given
+  /// up, or the get ended while it ran), so the owner's worker may still
+  /// serve it: the owner keeps the block out of reuse until it cannot.
+  struct send_detach { uint64_t lease_id; bool get_unfinished = false; };
   /// A single-use get is done with the lease and the reference.
-  struct send_release { uint64_t lease_id; };
+  struct send_release { uint64_t lease_id; bool get_unfinished = false; };
   /// The transfer is done: the lease is held with no deadline from now on.
   /// The owner must have it `within` (0: at once), a quarter of the lease
   /// timeout, inside the deadline the last renewal left. `deferred`: the
@@ -192,7 +197,7 @@ private:
   commands acquire(bool allow_offer);
   commands on_ready(const rv_ready& r, std::optional<uint64_t> eager_bytes);
   commands on_rdma(const rv_rdma_grant& g);
-  commands fall_back(path_reason reason);
+  commands fall_back(path_reason reason, bool get_unfinished = false);
   commands begin_get();
   commands finish(bool by_rdma);
   commands failed(caf::error err, bool detach = true);

@@ -387,6 +387,7 @@ struct HostileOwner : ::testing::Test {
         [=](members_atom) -> caf::result<std::vector<std::string>> { return refuse(); },
         [=](member_atom, const std::string&) {},
         [=](ucx_goodbye_atom, uint64_t) {},
+        [=](ucx_fence_atom, uint64_t) -> caf::result<bool> { return refuse(); },
         [=](lookup_atom, uint64_t) -> caf::result<caf::actor, bool> { return refuse(); },
         [=](spawn_atom, const std::string&, const caf::message&) -> caf::result<caf::actor> {
           return refuse();

@@ -65,7 +65,7 @@ struct Rdma : ::testing::TestWithParam<std::string> {
              std::vector<std::string> owner_env = {},
              node_config local_cfg = consumer_config()) {
     for (const auto& a : owner_args) // no UCX, or a worker that must not progress
-      if (a == "--ucx" || a == "--test-stall-ucx")
+      if (a == "--ucx" || a == "--test-stall-ucx" || a == "--test-serve-delay-ms")
         owner_serves_channel = false;
     owner_args.push_back("--metrics-port");
     owner_args.push_back("0");
@@ -443,6 +443,150 @@ TEST_P(Rdma, AGetPastItsDeadlineIsAbandonedAndTheGetFallsBack) {
   auto used = cpu_seconds() - before;
   EXPECT_LT(used, 0.4) << "the consumer node used " << used << " s of CPU in 2 s";
   EXPECT_EQ(engine_stat(*local)["gets_abandoned"], 1);
+}
+
+/// How many rounds the quarantine test runs (FERRY_QUARANTINE_ROUNDS; CI's
+/// default is short, docs/reliability.md has the long run).
+int quarantine_rounds() {
+  const char* env = std::getenv("FERRY_QUARANTINE_ROUNDS");
+  int n = env ? std::atoi(env) : 0;
+  return n > 0 ? n : 12;
+}
+
+TEST_P(Rdma, AGetGivenUpNeverReadsABlockReusedForAnotherPayload) {
+  // The owner serves peers' GETs only 500 ms after each new descriptor; the
+  // consumer gives a GET up after 100 ms (over tcp the GET is emulated and
+  // waits for the owner; over shared memory it reads one-sidedly and does
+  // not wait). A given-up GET's request stays queued in the owner's worker
+  // and is served later. Each round frees the payload it was reading and
+  // stages another of the same size at once: the quarantine must keep the
+  // first block out of reuse until the consumer's engine says the GET
+  // ended (a fence), so the late GET reads the bytes it was granted, never
+  // the next payload's; every get still delivers its own bytes (by chunks).
+  auto cfg = consumer_config();
+  cfg.transfer_timeout_ms = 100; // one GET's bound
+  start({"--test-serve-delay-ms", "500"}, {}, cfg);
+  auto address_range = [&](const data_handle& h) {
+    rv_acquire_request req;
+    req.handle = h;
+    req.rdma = rdma_offer{{"ucx"}};
+    auto r = raw_acquire(*local, owner_hello, req);
+    EXPECT_TRUE(r && r->rdma);
+    if (!r || !r->rdma)
+      return std::pair<uint64_t, uint64_t>{0, 0};
+    auto d = decode_descriptor(r->rdma->descriptor.data(), r->rdma->descriptor.size());
+    EXPECT_TRUE(d);
+    EXPECT_FALSE(client->detach(h, r->rdma->lease_id)); // no GET was posted
+    return d ? std::pair<uint64_t, uint64_t>{d.descriptor->addr, d.descriptor->addr + d.descriptor->len}
+             : std::pair<uint64_t, uint64_t>{0, 0};
+  };
+  const int rounds = quarantine_rounds();
+  int given_up = 0;
+  for (int round = 0; round < rounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    auto first = test::payload(1 * MiB_, 2 * round + 1);
+    auto a = stage(first);
+    auto a_range = address_range(a);
+    auto before = local_count(transfer_path::chunked, path_reason::get_failed);
+    auto got = client->get(a);
+    ASSERT_TRUE(got) << describe(got.error());
+    EXPECT_EQ(checksum64(got->bytes.data(), got->bytes.size()),
+              checksum64(first.data(), first.size()));
+    bool abandoned = local_count(transfer_path::chunked, path_reason::get_failed) > before;
+    given_up += abandoned ? 1 : 0;
+    ASSERT_TRUE(client->release(a, got->lease_id)); // the slot goes
+    // The next payload, the same size, staged while that GET may run.
+    auto second = test::payload(1 * MiB_, 2 * round + 2);
+    auto b = stage(second);
+    auto b_range = address_range(b);
+    if (abandoned)
+      EXPECT_TRUE(b_range.second <= a_range.first || a_range.second <= b_range.first)
+        << "the given-up GET's block [" << a_range.first << ", " << a_range.second
+        << ") was reused at once for [" << b_range.first << ", " << b_range.second << ")";
+    get_and_check(b, second);
+    // The late GETs are served, their fences answer, the blocks go back.
+    ASSERT_TRUE(
+      eventually([&] { return owner_stat()["owner"]["quarantine"]["blocks"] == 0; }, 20s))
+      << owner_stat().dump() << "\nthis node's engine: " << engine_stat(*local).dump();
+  }
+  if (GetParam() == "tcp")
+    EXPECT_GE(given_up, rounds) << "every first GET waits past its bound over tcp";
+  // Every block a given-up GET could read went back once its fence answered:
+  // none was forced, and the owner serves on.
+  auto metrics = test::scrape_metrics(owner->metrics_port());
+  auto released = [&](const char* by) {
+    return test::series_value(
+      metrics, std::string{"ferry_rdma_quarantine_released_total{cleared_by=\""} + by + "\"}");
+  };
+  auto fallbacks = local_count(transfer_path::chunked, path_reason::get_failed);
+  EXPECT_EQ(released("fence"), fallbacks);
+  EXPECT_EQ(released("forced"), 0);
+  EXPECT_EQ(released("peer_down"), 0);
+  EXPECT_EQ(test::series_value(metrics, "ferry_rdma_quarantined_bytes"), 0);
+  EXPECT_EQ(owner_stat()["owner"]["leases"], 0);
+  EXPECT_EQ(owner_stat()["owner"]["slots"], 0);
+}
+
+/// The owner's quarantine figures, read off its /metrics.
+struct quarantine_figures {
+  double fence = 0, peer_down = 0, forced = 0, bytes = 0;
+};
+
+quarantine_figures quarantine_of(const node_process& owner) {
+  auto text = test::scrape_metrics(owner.metrics_port());
+  auto released = [&](const char* by) {
+    return test::series_value(
+      text, std::string{"ferry_rdma_quarantine_released_total{cleared_by=\""} + by + "\"}");
+  };
+  return {released("fence"), released("peer_down"), released("forced"),
+          test::series_value(text, "ferry_rdma_quarantined_bytes")};
+}
+
+TEST_P(Rdma, AQuarantinedBlockWhosePeerWentIsLetGoAfterTheGrace) {
+  if (GetParam() != "tcp")
+    GTEST_SKIP() << "over shared memory the GET reads one-sidedly and completes";
+  auto cfg = consumer_config();
+  cfg.transfer_timeout_ms = 200; // one GET's bound
+  start({"--test-stall-ucx"}, {}, cfg); // the owner never serves the GET
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big);
+  auto got = client->get(h); // the GET is given up, the chunks deliver
+  ASSERT_TRUE(got) << describe(got.error());
+  EXPECT_EQ(got->bytes, big);
+  ASSERT_TRUE(client->release(h, got->lease_id));
+  EXPECT_EQ(quarantine_of(*owner).bytes, static_cast<double>(big.size()));
+  // The fence cannot answer while our GET waits on the stalled owner; our
+  // node goes, and the owner lets the block go after_down (1 s) later.
+  client.reset();
+  local->stop();
+  ASSERT_TRUE(eventually([&] { return quarantine_of(*owner).peer_down == 1; }, 10s));
+  auto q = quarantine_of(*owner);
+  EXPECT_EQ(q.bytes, 0);
+  EXPECT_EQ(q.fence, 0);
+  EXPECT_EQ(q.forced, 0);
+}
+
+TEST_P(Rdma, AQuarantinedBlockWithoutAFenceGoesAfterTheLongestHold) {
+  if (GetParam() != "tcp")
+    GTEST_SKIP() << "over shared memory the GET reads one-sidedly and completes";
+  auto cfg = consumer_config();
+  cfg.transfer_timeout_ms = 200; // one GET's bound
+  // The owner never serves the GET, so our engine's fence never answers.
+  start({"--test-stall-ucx", "--rdma-quarantine-max-ms", "1500"}, {}, cfg);
+  auto big = test::payload(1 * MiB_);
+  auto h = stage(big);
+  auto got = client->get(h);
+  ASSERT_TRUE(got) << describe(got.error());
+  EXPECT_EQ(got->bytes, big);
+  ASSERT_TRUE(client->release(h, got->lease_id));
+  EXPECT_EQ(quarantine_of(*owner).bytes, static_cast<double>(big.size()));
+  EXPECT_EQ(engine_stat(*local)["fences_waiting"], 1);
+  ASSERT_TRUE(eventually([&] { return quarantine_of(*owner).forced == 1; }, 10s));
+  EXPECT_EQ(quarantine_of(*owner).bytes, 0);
+  EXPECT_EQ(owner_stat()["owner"]["quarantine"]["blocks"], 0);
+  // The owner goes on serving (by chunks: its UCX stays stalled).
+  auto next = test::payload(1 * MiB_, 9);
+  get_and_check(stage(next), next);
 }
 
 TEST_P(Rdma, APinnedRegisterOfHalfAGibiByteDoesNotHoldUpLeaseRenewals) {

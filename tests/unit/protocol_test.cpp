@@ -232,9 +232,33 @@ TEST(ProtocolBodies, SmallBodiesRoundTrip) {
   auto det = decode<rv_detach_request>(encode(rv_detach_request{sample, 77}));
   ASSERT_TRUE(det);
   EXPECT_EQ(det->lease_id, 77u);
+  EXPECT_FALSE(det->get_unfinished);
   auto renew = decode<rv_lease_renew_request>(encode(rv_lease_renew_request{sample, 8}));
   ASSERT_TRUE(renew);
   EXPECT_EQ(renew->handle, sample);
+}
+
+TEST(ProtocolBodies, AGivenUpGetIsSaidOnlyWhenSoAndMeansNothingToOldOwners) {
+  data_handle h{1, 2};
+  // An old consumer's detach and release mean "the GET ended".
+  EXPECT_EQ(encode(rv_detach_request{h, 5}).find("get_unfinished"), std::string::npos);
+  auto det = decode<rv_detach_request>(encode(rv_detach_request{h, 5, true}));
+  ASSERT_TRUE(det);
+  EXPECT_TRUE(det->get_unfinished);
+  auto rel = decode<rv_release_request>(encode(rv_release_request{h, 6, true}));
+  ASSERT_TRUE(rel);
+  EXPECT_TRUE(rel->get_unfinished);
+  EXPECT_EQ(rel->lease_id, 6u);
+  EXPECT_FALSE(decode<rv_release_request>(encode(rv_release_request{h, 6}))->get_unfinished);
+  // Not a boolean: a clear error.
+  auto text = encode(rv_detach_request{h, 5, true});
+  auto at = text.find("true");
+  ASSERT_NE(at, std::string::npos);
+  text.replace(at, 4, "\"yes\"");
+  auto bad = decode<rv_detach_request>(text);
+  ASSERT_FALSE(bad);
+  EXPECT_NE(describe(bad.error()).find("get_unfinished"), std::string::npos)
+    << describe(bad.error());
 }
 
 TEST(ProtocolBodies, MalformedBodiesAreClearErrors) {

@@ -536,3 +536,108 @@ TEST_F(SlotStore, AnEmptyPayloadsLeaseIsHeldAtOnce) {
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->freed);
 }
+
+// -- blocks a GET given up may still read --------------------------------------
+
+TEST_F(SlotStore, ABlockFreedWhileAGetMayRunIsHandedOutWithItsReaders) {
+  byte_buffer backing(64);
+  bool freed = false;
+  auto h = store.register_pinned(block_over(backing, [&] { freed = true; }), 64, t0);
+  auto grant = store.acquire_rdma(h, t0, 1s, 7);
+  ASSERT_TRUE(grant);
+  grant->block.reset(); // the descriptor went out; the store keeps the block
+  // The consumer gave its GET up: the slot goes, its block does not.
+  ASSERT_FALSE(store.detach(h, grant->lease_id, true));
+  ASSERT_TRUE(store.unref(h));
+  EXPECT_EQ(store.current_stats().slots, 0u);
+  EXPECT_FALSE(freed);
+  auto out = store.take_unsettled();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].len, 64u);
+  EXPECT_EQ(out[0].readers, std::set<uint64_t>{7});
+  EXPECT_TRUE(store.take_unsettled().empty()) << "handed out once";
+  out.clear();
+  EXPECT_TRUE(freed);
+}
+
+TEST_F(SlotStore, ABlockWhoseGetsEndedGoesAtOnce) {
+  // A detach that says the GET ended, a held lease's release, a chunked
+  // lease, and a local holder's lease leave no reader behind.
+  struct row {
+    const char* what;
+    std::function<void(slot_store&, const data_handle&)> end;
+  };
+  const row rows[] = {
+    {"GET ended, then detached",
+     [](slot_store& s, const data_handle& h) {
+       auto g = s.acquire_rdma(h, slot_store::clock_type::now(), 1s, 7);
+       ASSERT_FALSE(s.detach(h, g->lease_id, false));
+     }},
+    {"held, then released as given up",
+     [](slot_store& s, const data_handle& h) {
+       auto g = s.acquire_rdma(h, slot_store::clock_type::now(), 1s, 7);
+       ASSERT_FALSE(s.hold(h, g->lease_id));
+       ASSERT_TRUE(s.ref(h));
+       ASSERT_TRUE(s.release(h, g->lease_id, true));
+     }},
+    {"chunked lease",
+     [](slot_store& s, const data_handle& h) {
+       auto r = s.acquire(h, slot_store::clock_type::now(), 1s, 7);
+       ASSERT_FALSE(s.detach(h, r->lease_id, true));
+     }},
+    {"this node's own lease",
+     [](slot_store& s, const data_handle& h) {
+       auto g = s.acquire_rdma(h, slot_store::clock_type::now(), 1s, 0);
+       ASSERT_FALSE(s.detach(h, g->lease_id, true));
+     }},
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.what);
+    byte_buffer backing(64);
+    bool freed = false;
+    auto h = store.register_pinned(block_over(backing, [&] { freed = true; }), 64, t0);
+    r.end(store, h);
+    (void) store.unref(h);
+    EXPECT_EQ(store.current_stats().slots, 0u);
+    EXPECT_TRUE(store.take_unsettled().empty());
+    EXPECT_TRUE(freed);
+  }
+}
+
+TEST_F(SlotStore, AReapedOrDroppedRdmaLeaseLeavesItsHolderAsAReader) {
+  byte_buffer backing(64);
+  // Reaped: its consumer went silent mid-GET (the lease and its reference go).
+  auto reaped = store.register_pinned(block_over(backing), 64, t0);
+  ASSERT_TRUE(store.acquire_rdma(reaped, t0, 10ms, 3));
+  EXPECT_EQ(store.sweep(t0 + 11ms).rdma_leases_reaped, 1u);
+  // Dropped: its node went away (then the stager lets go).
+  auto dropped = store.register_pinned(block_over(backing), 64, t0);
+  ASSERT_TRUE(store.acquire_rdma(dropped, t0, 1s, 5));
+  EXPECT_EQ(store.drop_holder(5), 1u);
+  ASSERT_TRUE(store.unref(dropped));
+  EXPECT_EQ(store.current_stats().slots, 0u);
+  auto out = store.take_unsettled();
+  ASSERT_EQ(out.size(), 2u);
+  std::set<uint64_t> readers;
+  for (auto& u : out)
+    readers.insert(u.readers.begin(), u.readers.end());
+  EXPECT_EQ(readers, (std::set<uint64_t>{3, 5}));
+}
+
+TEST_F(SlotStore, AGivenUpReaderStaysWithTheSlotUntilItIsFreed) {
+  byte_buffer backing(64);
+  auto h = store.register_pinned(block_over(backing), 64, t0);
+  auto first = store.acquire_rdma(h, t0, 1s, 4);
+  ASSERT_FALSE(store.detach(h, first->lease_id, true));
+  EXPECT_TRUE(store.take_unsettled().empty()) << "the slot lives on";
+  // A second consumer's clean get, then the stager's unref, free it: the
+  // first one's GET may still read it.
+  auto second = store.acquire_rdma(h, t0, 1s, 9);
+  ASSERT_FALSE(store.hold(h, second->lease_id));
+  ASSERT_TRUE(store.ref(h));
+  ASSERT_TRUE(store.release(h, second->lease_id));
+  ASSERT_TRUE(store.unref(h));
+  auto out = store.take_unsettled();
+  ASSERT_EQ(out.size(), 1u);
+  EXPECT_EQ(out[0].readers, std::set<uint64_t>{4});
+}

@@ -301,6 +301,8 @@ TEST(Transfer, EachFallbackReasonFallsBackOnceToChunks) {
     EXPECT_EQ(c.path, transfer_path::chunked);
     EXPECT_EQ(c.reason, r.reason);
     EXPECT_EQ(one<T::send_detach>(cmds).lease_id, 21u);
+    // No GET runs on: it never started, or UCX ended it with an error.
+    EXPECT_FALSE(one<T::send_detach>(cmds).get_unfinished);
     auto again = one<T::send_acquire>(cmds);
     EXPECT_FALSE(again.request.rdma); // the fallback offers nothing
     EXPECT_TRUE(t.fell_back());
@@ -430,15 +432,26 @@ TEST(Transfer, AnyEndWhileAGetRunsIntoACallersWriterSaysTheWriterIsUnsafe) {
         EXPECT_TRUE(is(err, r.cause)) << describe(err);
       }
       EXPECT_EQ(has<T::send_detach>(cmds), r.detaches);
+      if (r.detaches) // the GET was running: the owner keeps its block
+        EXPECT_TRUE(one<T::send_detach>(cmds).get_unfinished);
       EXPECT_TRUE(t.finished());
     }
-  // Once the GET is done, or before it starts, the cause stands alone.
+  // Before a GET, or after one that failed and left no write behind (the
+  // chunks then go into the writer), the cause stands alone.
   auto p = params(T::into::pinned_writer);
   p.room = 64;
   T pulling{p};
   pulling.start();
   pulling.on_acquired(ready(64));
   EXPECT_TRUE(is(one<T::fail>(pulling.on_deadline()).error, errc::timeout));
+  T fell_back{p};
+  fell_back.start();
+  fell_back.on_acquired(rdma(64));
+  ASSERT_TRUE(has<T::send_acquire>(fell_back.on_get_failed(make_error(errc::get_failed, "x"))));
+  fell_back.on_acquired(ready(64));
+  auto err = one<T::fail>(fell_back.on_deadline()).error;
+  EXPECT_TRUE(is(err, errc::timeout)) << describe(err);
+  // Once the GET is done and the get delivered, the deadline has nothing to end.
   T got{p};
   got.start();
   got.on_acquired(rdma(64));
@@ -872,4 +885,44 @@ TEST(Transfer, AFinishedGetsHoldIsDeferredOnlyWhenItMayBeAndItsBoundAllows) {
     EXPECT_EQ(hold.deferred, r.deferred);
     EXPECT_EQ(hold.within >= T::min_hold_deferral, r.lease_timeout_ms >= 4000);
   }
+}
+
+TEST(Transfer, ADetachSaysWhetherTheLeasesGetMayStillRun) {
+  // A GET given up (the engine's get_abandoned, or its request timing out)
+  // may still be served by the owner's worker: the fallback's detach says so.
+  for (auto err : {make_error(errc::get_abandoned, "past its deadline"),
+                   caf::error{caf::sec::request_timeout}}) {
+    SCOPED_TRACE(describe(err));
+    T t{params()};
+    t.start();
+    t.on_acquired(rdma(64));
+    ASSERT_TRUE(has<T::start_get>(t.on_destination(true)));
+    auto cmds = t.on_get_failed(err);
+    EXPECT_TRUE(one<T::send_detach>(cmds).get_unfinished);
+    EXPECT_TRUE(has<T::send_acquire>(cmds)); // and it falls back
+  }
+  // A failure before the GET, or after it was done, has none running.
+  T pulling{params()};
+  pulling.start();
+  pulling.on_acquired(ready(64));
+  EXPECT_FALSE(one<T::send_detach>(pulling.on_deadline()).get_unfinished);
+  T allocating{params()};
+  allocating.start();
+  allocating.on_acquired(rdma(64));
+  EXPECT_FALSE(one<T::send_detach>(allocating.on_caller_gone()).get_unfinished);
+  // A single-use get's release says the same.
+  auto single = params();
+  single.single_use = true;
+  T released{single};
+  released.start();
+  released.on_acquired(rdma(64));
+  released.on_destination(true);
+  EXPECT_TRUE(one<T::send_release>(released.on_deadline()).get_unfinished);
+  T delivered{single};
+  delivered.start();
+  delivered.on_acquired(rdma(64));
+  delivered.on_destination(true);
+  auto done = delivered.on_get_done();
+  ASSERT_TRUE(has<T::send_release>(done));
+  EXPECT_FALSE(one<T::send_release>(done).get_unfinished);
 }
