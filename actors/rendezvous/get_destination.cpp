@@ -13,10 +13,13 @@
 namespace ferry {
 
 uint64_t physical_memory_bytes() {
-  long pages = ::sysconf(_SC_PHYS_PAGES);
-  long page = ::sysconf(_SC_PAGESIZE);
-  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
-                               : 0;
+  static const uint64_t bytes = [] { // read once: glibc asks the kernel each time
+    long pages = ::sysconf(_SC_PHYS_PAGES);
+    long page = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page)
+                                 : uint64_t{0};
+  }();
+  return bytes;
 }
 
 caf::error room_for(byte_buffer& buf, uint64_t bytes, uint64_t memory) {

@@ -50,7 +50,7 @@ public:
   enum class copy_out {
     none,   // they are where the caller wants them
     slices, // copy_step() until it says done
-    copier, // copy_job() on the bulk copier (or inline below bulk_copy_min)
+    copier, // job() on the bulk copier (or inline below bulk_copy_min)
   };
 
   get_destination() = default;

@@ -1,8 +1,10 @@
 // libFuzzer target: a messenger envelope (handler name, headers, payload)
 // loaded from the bytes of a CAF message, as a messenger loads a peer's
 // call, reply or stream item. Every stated length is bounded before it is
-// allocated (the 1 GiB RSS limit fails the run on an allocation of a stated
-// size); an envelope that loads is within every bound check_envelope
+// allocated: by the bytes the message still holds, so the run's 64 MiB
+// malloc limit (tests/fuzz/CMakeLists.txt) fails it on an allocation of a
+// stated size, which could be up to 256 MiB and fail only on the read
+// after it. An envelope that loads is within every bound check_envelope
 // applies to a local one, and survives a save and a load unchanged.
 #include <cstddef>
 #include <cstdint>
@@ -29,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                                   reinterpret_cast<const char*>(data), size};
   if (source(env))
     return 0;
-  // What loaded cannot hold more bytes than the message had.
+  // A sanity check: what loaded cannot hold more bytes than the message had.
   size_t held = env.handler.size() + env.payload.size();
   for (const auto& [k, v] : env.hdrs)
     held += k.size() + v.size();
