@@ -188,11 +188,16 @@ void tend_quarantine(owner_ptr self) {
 /// whose node went away (its blocks wait a short grace, then go).
 void quarantine_freed(owner_ptr self, std::optional<uint64_t> gone = std::nullopt) {
   auto& st = self->state;
-  auto freed = st.store.take_unsettled();
-  for (auto& u : freed)
-    st.quarantine.add(std::move(u.block), u.len, u.readers, now(self));
+  auto t = now(self);
+  for (auto& u : st.store.take_unsettled()) {
+    st.quarantine.add(std::move(u.block), u.len, u.readers, t);
+    // A reader whose node went before its slot was freed gets no fence.
+    for (auto r : u.readers)
+      if (!st.holders.node_of(r))
+        st.quarantine.holder_gone(r, t);
+  }
   if (gone)
-    st.quarantine.holder_gone(*gone, now(self));
+    st.quarantine.holder_gone(*gone, t);
   if (!st.quarantine.empty())
     tend_quarantine(self);
 }

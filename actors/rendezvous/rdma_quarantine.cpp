@@ -104,22 +104,4 @@ void rdma_quarantine::forget_idle_holders() {
   }
 }
 
-std::optional<rdma_quarantine::time_point> rdma_quarantine::next_due() const {
-  std::optional<time_point> due;
-  auto sooner = [&](time_point t) { due = due ? std::min(*due, t) : t; };
-  for (const auto& e : blocks_) {
-    sooner(e.since + cfg_.max_hold);
-    for (auto h : e.pending) {
-      auto i = holders_.find(h);
-      if (i == holders_.end())
-        continue;
-      if (i->second.gone_until)
-        sooner(*i->second.gone_until);
-      else if (!i->second.in_flight)
-        sooner(i->second.retry_at);
-    }
-  }
-  return due;
-}
-
 } // namespace ferry

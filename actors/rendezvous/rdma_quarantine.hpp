@@ -90,10 +90,6 @@ public:
   /// that waited max_hold (forced).
   released collect(time_point now);
 
-  /// When collect() or fences_due() next has work without an answer
-  /// arriving (a retry, a grace or max_hold ending); nullopt: none.
-  std::optional<time_point> next_due() const;
-
   bool empty() const { return blocks_.empty(); }
   size_t blocks() const { return blocks_.size(); }
   uint64_t bytes() const { return bytes_; }

@@ -572,7 +572,10 @@ TEST_P(Rdma, AQuarantinedBlockWithoutAFenceGoesAfterTheLongestHold) {
   auto cfg = consumer_config();
   cfg.transfer_timeout_ms = 200; // one GET's bound
   // The owner never serves the GET, so our engine's fence never answers.
-  start({"--test-stall-ucx", "--rdma-quarantine-max-ms", "1500"}, {}, cfg);
+  // With eager endpoints the owner made its own endpoint to us at the
+  // hello, which UCX pairs with ours: that one the forced path closes.
+  start({"--test-stall-ucx", "--rdma-quarantine-max-ms", "1500", "--eager-endpoints", "true"},
+        {}, cfg);
   auto big = test::payload(1 * MiB_);
   auto h = stage(big);
   auto got = client->get(h);
@@ -580,9 +583,12 @@ TEST_P(Rdma, AQuarantinedBlockWithoutAFenceGoesAfterTheLongestHold) {
   EXPECT_EQ(got->bytes, big);
   ASSERT_TRUE(client->release(h, got->lease_id));
   EXPECT_EQ(quarantine_of(*owner).bytes, static_cast<double>(big.size()));
-  EXPECT_EQ(engine_stat(*local)["fences_waiting"], 1);
+  EXPECT_TRUE(eventually([&] { return engine_stat(*local)["fences_waiting"] == 1; }));
   ASSERT_TRUE(eventually([&] { return quarantine_of(*owner).forced == 1; }, 10s));
   EXPECT_EQ(quarantine_of(*owner).bytes, 0);
+  EXPECT_EQ(test::series_value(test::scrape_metrics(owner->metrics_port()),
+                               "ferry_ucx_endpoints_closed_total{reason=\"quarantine\"}"),
+            1);
   EXPECT_EQ(owner_stat()["owner"]["quarantine"]["blocks"], 0);
   // The owner goes on serving (by chunks: its UCX stays stalled).
   auto next = test::payload(1 * MiB_, 9);

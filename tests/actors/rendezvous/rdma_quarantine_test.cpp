@@ -64,7 +64,6 @@ TEST(RdmaQuarantine, ABlockGoesBackOnlyAfterAFenceSentAfterItEntered) {
   EXPECT_TRUE(freed2);
   EXPECT_TRUE(q.empty());
   EXPECT_EQ(q.bytes(), 0u);
-  EXPECT_FALSE(q.next_due());
 }
 
 TEST(RdmaQuarantine, AFailedFenceIsSentAgainAfterTheRetryPeriod) {
@@ -75,8 +74,7 @@ TEST(RdmaQuarantine, AFailedFenceIsSentAgainAfterTheRetryPeriod) {
   q.fence_answered(3, false, t0 + 5ms);
   EXPECT_EQ(q.collect(t0 + 5ms).blocks(), 0u);
   EXPECT_TRUE(q.fences_due(t0 + 50ms).empty());
-  ASSERT_TRUE(q.next_due());
-  EXPECT_EQ(*q.next_due(), t0 + 105ms);
+  EXPECT_TRUE(q.fences_due(t0 + 104ms).empty());
   ASSERT_EQ(q.fences_due(t0 + 105ms), std::vector<uint64_t>{3});
   q.fence_answered(3, true, t0 + 106ms);
   EXPECT_EQ(q.collect(t0 + 106ms).by_fence, 1u);
@@ -92,9 +90,9 @@ TEST(RdmaQuarantine, EveryHolderMustBeClearedAndOneThatWentAwayIsClearedAfterThe
   q.fence_answered(1, true, t0 + 1ms);
   EXPECT_EQ(q.collect(t0 + 1ms).blocks(), 0u);
   q.holder_gone(2, t0 + 2ms);
-  q.fence_answered(2, true, t0 + 3ms); // a gone holder's answer clears nothing early
-  EXPECT_EQ(q.collect(t0 + 3ms).blocks(), 1u)
-    << "a fence that answered ok still clears what it covered";
+  // The fence that was out before it went still clears what it covered.
+  q.fence_answered(2, true, t0 + 3ms);
+  EXPECT_EQ(q.collect(t0 + 3ms).blocks(), 1u);
   EXPECT_TRUE(freed);
 
   // A holder that goes with its fence unanswered: cleared after_down later.
@@ -104,13 +102,11 @@ TEST(RdmaQuarantine, EveryHolderMustBeClearedAndOneThatWentAwayIsClearedAfterThe
   q.holder_gone(5, t0 + 11ms);
   EXPECT_TRUE(q.fences_due(t0 + 12ms).empty()) << "no fence to a holder that went";
   EXPECT_EQ(q.collect(t0 + 60ms).blocks(), 0u);
-  EXPECT_EQ(*q.next_due(), t0 + 61ms);
   auto r = q.collect(t0 + 61ms);
   EXPECT_EQ(r.by_peer_down, 1u);
   EXPECT_TRUE(freed2);
   q.fence_answered(5, true, t0 + 70ms); // late: nothing left to clear
   EXPECT_TRUE(q.empty());
-  EXPECT_FALSE(q.next_due());
 }
 
 TEST(RdmaQuarantine, ABlockThatWaitedMaxHoldIsHandedOutForcedWithItsHolders) {
