@@ -24,6 +24,7 @@
 #include "bench/path_check.hpp"
 #include "bench/payload.hpp"
 #include "bench/scenarios.hpp"
+#include "bench/seated_owner.hpp"
 #include "bench/transport_env.hpp"
 #include "protocol/errors.hpp"
 
@@ -46,34 +47,19 @@ public:
                     std::optional<ucx_transport> rdma)
     : knobs_(opts.knobs), consumers_(consumers), rdma_(rdma) {}
 
-  std::string start() override {
-    std::vector<std::string> owner_env;
-    if (rdma_) {
-      env_.emplace(*rdma_);
-      owner_env = ucx_peer_env(*rdma_);
-    }
-    if (auto err = owner_.start(knobs_, rdma_.has_value(), owner_env); !err.empty())
-      return err;
-    for (int i = 0; i < consumers_; ++i) {
-      seats_.push_back(
-        std::make_unique<consumer_seat>(knobs_, owner_.endpoint(), rdma_.has_value()));
-      if (!seats_.back()->error().empty())
-        return "consumer " + std::to_string(i) + ": " + seats_.back()->error();
-    }
-    return {};
-  }
+  std::string start() override { return cluster_.start(knobs_, rdma_, consumers_, "consumer"); }
 
   std::string prepare(uint64_t bytes) override {
     std::string err;
-    handle_ = owner_.stage(bytes, &err, rdma_.has_value());
+    handle_ = cluster_.owner.stage(bytes, &err, rdma_.has_value());
     return err;
   }
 
   run_outcome run(uint64_t bytes) override {
-    auto n = seats_.size();
+    auto n = cluster_.seats.size();
     std::vector<path_counts> before;
     if (rdma_)
-      for (auto& seat : seats_)
+      for (auto& seat : cluster_.seats)
         before.push_back(read_paths(seat->host()));
     std::vector<clock_type::time_point> ends(n);
     std::vector<caf::expected<get_result>> got;
@@ -95,7 +81,7 @@ public:
           cv.notify_all();
           cv.wait(lock, [&] { return go; });
         }
-        got[i] = seats_[i]->client().get(handle_);
+        got[i] = cluster_.seats[i]->client().get(handle_);
         ends[i] = clock_type::now();
       });
     }
@@ -113,11 +99,11 @@ public:
     // another consumer failed, so none is left to expire), its path.
     std::string first_error;
     for (size_t i = 0; i < n; ++i) {
-      std::string err = got[i] ? seats_[i]->hold(handle_, got[i]->lease_id) : "";
+      std::string err = got[i] ? cluster_.seats[i]->hold(handle_, got[i]->lease_id) : "";
       if (err.empty())
         err = verify(got[i], bytes);
       if (err.empty() && rdma_)
-        err = expect_rdma(before[i], read_paths(seats_[i]->host()));
+        err = expect_rdma(before[i], read_paths(cluster_.seats[i]->host()));
       if (!err.empty() && first_error.empty())
         first_error = "consumer " + std::to_string(i) + ": " + err;
     }
@@ -129,23 +115,19 @@ public:
   void finish(uint64_t) override {
     // Every consumer holds a lease: all but the last detach, the last
     // releases (dropping the slot's one reference, which frees it).
-    for (size_t i = 0; i < seats_.size(); ++i)
-      (void) seats_[i]->end(i + 1 == seats_.size());
+    for (size_t i = 0; i < cluster_.seats.size(); ++i)
+      (void) cluster_.seats[i]->end(i + 1 == cluster_.seats.size());
   }
 
   void stop() override {
-    seats_.clear();
-    owner_.stop();
-    env_.reset();
+    cluster_.stop();
   }
 
 private:
   ferry_knobs knobs_;
   int consumers_;
   std::optional<ucx_transport> rdma_;
-  std::optional<scoped_transport_env> env_;
-  owner_peer owner_;
-  std::vector<std::unique_ptr<consumer_seat>> seats_;
+  seated_owner cluster_;
   data_handle handle_;
 };
 

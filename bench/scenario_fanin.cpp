@@ -26,6 +26,7 @@
 #include "bench/path_check.hpp"
 #include "bench/payload.hpp"
 #include "bench/scenarios.hpp"
+#include "bench/seated_owner.hpp"
 #include "bench/transport_env.hpp"
 #include "protocol/errors.hpp"
 
@@ -81,32 +82,17 @@ public:
   fanin_runner(const bench_options& opts, std::optional<ucx_transport> rdma)
     : knobs_(opts.knobs), handle_count_(static_cast<size_t>(opts.fanin_handles)), rdma_(rdma) {}
 
-  std::string start() override {
-    std::vector<std::string> owner_env;
-    if (rdma_) {
-      env_.emplace(*rdma_);
-      owner_env = ucx_peer_env(*rdma_);
-    }
-    if (auto err = owner_.start(knobs_, rdma_.has_value(), owner_env); !err.empty())
-      return err;
-    for (int i = 0; i < fanin_nodes; ++i) {
-      seats_.push_back(
-        std::make_unique<consumer_seat>(knobs_, owner_.endpoint(), rdma_.has_value()));
-      if (!seats_.back()->error().empty())
-        return "consumer node " + std::to_string(i) + ": " + seats_.back()->error();
-    }
-    return {};
-  }
+  std::string start() override { return cluster_.start(knobs_, rdma_, fanin_nodes, "consumer node"); }
 
   std::string prepare(uint64_t bytes) override {
     handles_list_.clear();
     std::string err;
     for (size_t i = 0; i < handle_count_; ++i) {
-      handles_list_.push_back(owner_.stage(bytes, &err, rdma_.has_value()));
+      handles_list_.push_back(cluster_.owner.stage(bytes, &err, rdma_.has_value()));
       if (!err.empty())
         return "staging handle " + std::to_string(i) + ": " + err;
     }
-    auto store = read_store(*seats_.front(), &err);
+    auto store = read_store(*cluster_.seats.front(), &err);
     if (!store)
       return err;
     baseline_ = *store;
@@ -116,9 +102,9 @@ public:
   run_outcome run(uint64_t bytes) override {
     std::vector<path_counts> before;
     if (rdma_)
-      for (auto& seat : seats_)
+      for (auto& seat : cluster_.seats)
         before.push_back(read_paths(seat->host()));
-    const auto peak_before = peak_rss(owner_.pid());
+    const auto peak_before = peak_rss(cluster_.owner.pid());
     std::vector<std::vector<double>> seconds(fanin_consumers);
     std::vector<std::string> first_error(fanin_consumers);
     std::vector<size_t> failures(fanin_consumers, 0);
@@ -146,14 +132,14 @@ public:
                                  + std::to_string(handles_list_.size())
                                  + " gets failed; first: " + why);
     if (rdma_)
-      for (size_t n = 0; n < seats_.size(); ++n)
-        if (auto err = expect_rdma(before[n], read_paths(seats_[n]->host()),
+      for (size_t n = 0; n < cluster_.seats.size(); ++n)
+        if (auto err = expect_rdma(before[n], read_paths(cluster_.seats[n]->host()),
                                    gets_per_node[n]);
             !err.empty())
           return run_outcome::failed("consumer node " + std::to_string(n) + ": " + err);
     if (auto err = owner_back_at_baseline(); !err.empty())
       return run_outcome::failed(err);
-    const auto peak_after = peak_rss(owner_.pid());
+    const auto peak_after = peak_rss(cluster_.owner.pid());
     if (peak_before > 0 && peak_after > peak_before + fanin_slack)
       return run_outcome::failed("the owner's peak memory grew by "
                                  + std::to_string((peak_after - peak_before) >> 20)
@@ -170,7 +156,7 @@ public:
     std::vector<std::thread> threads;
     for (int c = 0; c < fanin_consumers; ++c)
       threads.emplace_back([&, c] {
-        auto& client = seats_[static_cast<size_t>(c % fanin_nodes)]->client();
+        auto& client = cluster_.seats[static_cast<size_t>(c % fanin_nodes)]->client();
         for (size_t k = static_cast<size_t>(c); k < handles_list_.size(); k += fanin_consumers)
           if (auto got = client.get(handles_list_[k]))
             (void) client.release(handles_list_[k], got->lease_id);
@@ -181,16 +167,14 @@ public:
   }
 
   void stop() override {
-    seats_.clear();
-    owner_.stop();
-    env_.reset();
+    cluster_.stop();
   }
 
 private:
   /// Consumer `c`: its handles in turn, each get timed, verified, detached.
   void consume(int c, uint64_t bytes, std::vector<double>& seconds, std::string& error,
                size_t& failures) {
-    auto& client = seats_[static_cast<size_t>(c % fanin_nodes)]->client();
+    auto& client = cluster_.seats[static_cast<size_t>(c % fanin_nodes)]->client();
     for (size_t k = static_cast<size_t>(c); k < handles_list_.size(); k += fanin_consumers) {
       const auto& h = handles_list_[k];
       auto t0 = clock_type::now();
@@ -217,7 +201,7 @@ private:
     std::optional<owner_store> now;
     auto deadline = clock_type::now() + std::chrono::seconds(5);
     do {
-      now = read_store(*seats_.front(), &err);
+      now = read_store(*cluster_.seats.front(), &err);
       if (!now)
         return err;
       if (now->leases == 0 && now->transfers == 0)
@@ -238,9 +222,7 @@ private:
   ferry_knobs knobs_;
   size_t handle_count_;
   std::optional<ucx_transport> rdma_;
-  std::optional<scoped_transport_env> env_;
-  owner_peer owner_;
-  std::vector<std::unique_ptr<consumer_seat>> seats_;
+  seated_owner cluster_;
   std::vector<data_handle> handles_list_;
   owner_store baseline_;
 };
