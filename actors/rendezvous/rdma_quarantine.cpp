@@ -22,12 +22,16 @@ void rdma_quarantine::add(pinned_ptr block, uint64_t bytes,
   blocks_.push_back(std::move(e));
 }
 
-std::vector<uint64_t> rdma_quarantine::fences_due(time_point now) {
+std::set<uint64_t> rdma_quarantine::waiting_holders() const {
   std::set<uint64_t> waiting;
   for (const auto& e : blocks_)
     waiting.insert(e.pending.begin(), e.pending.end());
+  return waiting;
+}
+
+std::vector<uint64_t> rdma_quarantine::fences_due(time_point now) {
   std::vector<uint64_t> out;
-  for (auto h : waiting) {
+  for (auto h : waiting_holders()) {
     auto& st = holders_[h];
     if (st.in_flight || st.gone_until || now < st.retry_at)
       continue;
@@ -89,9 +93,7 @@ rdma_quarantine::released rdma_quarantine::collect(time_point now) {
 }
 
 void rdma_quarantine::forget_idle_holders() {
-  std::set<uint64_t> waiting;
-  for (const auto& e : blocks_)
-    waiting.insert(e.pending.begin(), e.pending.end());
+  auto waiting = waiting_holders();
   for (auto i = holders_.begin(); i != holders_.end();) {
     bool gone_done = i->second.gone_until && waiting.count(i->first) == 0;
     bool idle = !i->second.in_flight && !i->second.gone_until

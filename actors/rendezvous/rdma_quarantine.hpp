@@ -111,6 +111,8 @@ private:
     std::optional<time_point> gone_until;
   };
 
+  /// The holders some block still waits on.
+  std::set<uint64_t> waiting_holders() const;
   void clear(uint64_t holder, uint64_t up_to_seq, bool by_down);
   void forget_idle_holders();
 
