@@ -46,6 +46,10 @@ struct consumer_state {
   std::optional<transfer::send_hold> hold_later; // handed to the service
   caf::response_promise deadline; // answered as the get ends
   bool done = false;
+  // An acquire is out. A get that fails meanwhile waits for its answer (at
+  // most the request timeout) to hand back the lease it grants, then quits.
+  bool acquire_out = false;
+  bool quit_when_answered = false;
   static inline const char* name = "ferry.consumer";
 };
 
@@ -129,7 +133,30 @@ void fail(consumer_ptr self, caf::error err) {
   if (st.ctx.metrics)
     st.ctx.metrics->gets_failed->Increment();
   st.rp.deliver(std::move(err));
-  self->quit(); // replies may still be on their way: never reused
+  // Replies may still be on their way: never reused.
+  if (st.acquire_out)
+    st.quit_when_answered = true;
+  else
+    self->quit();
+}
+
+/// The answer to an acquire sent before the get failed: the lease it
+/// grants goes back to the owner (else it would stay, unused, until its
+/// deadline), then the actor quits.
+void return_late_lease(consumer_ptr self, const std::string* body) {
+  auto& st = self->state;
+  if (body && st.rules)
+    if (auto answer = decode<rv_acquire_response>(*body))
+      for (auto& cmd : st.rules->on_acquired(*answer)) {
+        if (auto* d = std::get_if<transfer::send_detach>(&cmd))
+          tell_owner(st.route, rv_detach_atom::value,
+                     encode(rv_detach_request{st.handle, d->lease_id, false}));
+        else if (auto* r = std::get_if<transfer::send_release>(&cmd))
+          tell_owner(st.route, rv_release_atom::value,
+                     encode(rv_release_request{st.handle, r->lease_id, false}));
+      }
+  if (st.quit_when_answered)
+    self->quit();
 }
 
 /// A check of the bytes' room failed: the get fails (payload_too_large).
@@ -270,8 +297,11 @@ void send_pull(consumer_ptr self, const transfer::send_pull& p) {
 void on_acquire_answer(consumer_ptr self, uint64_t seq, const std::string& body,
                        const chunk_bytes* eager) {
   auto& st = self->state;
-  if (st.get_seq != seq || st.done)
+  if (st.get_seq != seq)
     return;
+  st.acquire_out = false;
+  if (st.done)
+    return return_late_lease(self, &body);
   auto answer = decode<rv_acquire_response>(body);
   if (!answer)
     return apply(self, st.rules->on_error(std::move(answer.error())));
@@ -286,6 +316,7 @@ void send_acquire(consumer_ptr self, rv_acquire_request req) {
   auto& st = self->state;
   auto seq = st.get_seq;
   bool eager = req.eager_max > 0;
+  st.acquire_out = true;
   call_owner_acquire(
     self, st.route, st.ctx.cfg.request_timeout, encode(req), eager,
     [=](std::string& body, const chunk_bytes* bytes) {
@@ -293,8 +324,11 @@ void send_acquire(consumer_ptr self, rv_acquire_request req) {
     },
     [=](caf::error& err) mutable {
       auto& st = self->state;
-      if (st.get_seq != seq || st.done)
+      if (st.get_seq != seq)
         return;
+      st.acquire_out = false;
+      if (st.done)
+        return return_late_lease(self, nullptr);
       // An owner of an older ferry has no eager acquire (nothing happened
       // there): the plain one, once.
       if (eager && err == caf::sec::unexpected_message && !st.route.over_channel()) {

@@ -74,6 +74,17 @@ caf::error transfer::check_size(uint64_t total_len) const {
 
 transfer::commands transfer::on_acquired(const rv_acquire_response& answer,
                                          std::optional<uint64_t> eager_bytes) {
+  if (phase_ == phase::done) {
+    // Once, and only where the get ended while its acquire was out (a
+    // second answer to a finished get must not end the caller's lease).
+    if (!ended_acquiring_ || (!answer.rdma && !answer.ready))
+      return {};
+    ended_acquiring_ = false;
+    auto lease = answer.rdma ? answer.rdma->lease_id : answer.ready->lease_id;
+    if (p_.single_use)
+      return {send_release{lease}};
+    return {send_detach{lease}};
+  }
   if (phase_ != phase::acquiring)
     return {};
   bool says_eager = answer.ready && answer.ready->eager;
@@ -349,6 +360,7 @@ transfer::commands transfer::failed(caf::error err, bool detach) {
                          "(ferry keeps its memory until UCX lets go of it) and get "
                          "again into a fresh one, or with get or get_pinned");
   bool get_unfinished = phase_ == phase::getting;
+  ended_acquiring_ = phase_ == phase::acquiring;
   phase_ = phase::done;
   renewing_ = false;
   commands out;

@@ -157,6 +157,8 @@ public:
   commands start();
   /// `eager_bytes`: the bytes that came with an eager acquire's answer
   /// (nullopt: the plain acquire went out, or an owner that has no eager one).
+  /// An answer that comes after the get ended (its caller went, its
+  /// deadline passed) hands the lease it grants straight back.
   commands on_acquired(const rv_acquire_response& answer,
                        std::optional<uint64_t> eager_bytes = std::nullopt);
   /// A chunk of `size` bytes answered the pull of `index`.
@@ -209,6 +211,7 @@ private:
   bool offered_ = false;
   bool fell_back_ = false;
   bool have_lease_ = false;
+  bool ended_acquiring_ = false; // failed with its acquire out: the answer's lease goes back
   bool renewing_ = false;
   bool chunk_block_ = false; // the destination asked for holds chunks
   bool eager_ = false;       // the payload came with the answer

@@ -486,6 +486,34 @@ TEST(Transfer, OwnerDownFailsWithoutDetachingCallerGoneDetaches) {
   }
 }
 
+TEST(Transfer, AnAcquireAnsweredAfterTheCallerWentHandsItsLeaseBack) {
+  {
+    T t{params()};
+    t.start(); // the acquire is out
+    EXPECT_FALSE(has<T::send_detach>(t.on_caller_gone())); // no lease yet
+    auto late = t.on_acquired(ready(8));
+    EXPECT_EQ(one<T::send_detach>(late).lease_id, 11u);
+    EXPECT_FALSE(has<T::send_pull>(late));
+    EXPECT_FALSE(has<T::deliver>(late));
+    EXPECT_TRUE(t.on_acquired(ready(8)).empty()); // once
+  }
+  {
+    auto p = params();
+    p.single_use = true; // a fetch: the lease and its reference go back
+    T t{p};
+    t.start();
+    t.on_deadline();
+    EXPECT_EQ(one<T::send_release>(t.on_acquired(ready(8))).lease_id, 11u);
+  }
+  {
+    T t{params()};
+    t.start();
+    t.on_caller_gone();
+    rv_acquire_response empty;
+    EXPECT_TRUE(t.on_acquired(empty).empty()); // nothing granted, nothing to return
+  }
+}
+
 TEST(Transfer, AnEmptyPayloadIsDeliveredWithoutAPull) {
   T t{params()};
   t.start();
