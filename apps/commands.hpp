@@ -15,6 +15,7 @@ void add_stat_command(CLI::App& root);
 void add_job_command(CLI::App& root);
 void add_call_command(CLI::App& root);
 void add_bench_command(CLI::App& root);
+void add_soak_command(CLI::App& root);
 void add_probe_command(CLI::App& root);
 
 /// Prints "ferry <command>: <message>" to stderr and fails with `code`.

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   ferry::app::add_job_command(app);
 #ifdef FERRY_WITH_BENCH
   ferry::app::add_bench_command(app);
+  ferry::app::add_soak_command(app);
 #endif
   CLI11_PARSE(app, argc, argv);
   return 0;

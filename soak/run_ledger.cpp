@@ -1,0 +1,154 @@
+#include "soak/run_ledger.hpp"
+
+#include <cstdio>
+
+namespace ferry::soak {
+
+namespace {
+
+std::string seconds_text(soak_clock::duration d) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", std::chrono::duration<double>(d).count());
+  return buf;
+}
+
+std::string describe_op(const op_record& op) {
+  std::string nodes;
+  for (auto n : op.nodes)
+    nodes += (nodes.empty() ? "" : ",") + std::to_string(n);
+  return op.kind + " on nodes " + nodes;
+}
+
+} // namespace
+
+void run_ledger::add_op(op_record op) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  ops_.push_back(std::move(op));
+}
+
+void run_ledger::add_fault_window(int node, soak_clock::time_point from,
+                                  soak_clock::time_point to) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  windows_.push_back({node, from, to});
+}
+
+void run_ledger::add_fault(fault_record f) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  faults_.push_back(std::move(f));
+}
+
+void run_ledger::add_violation(std::string what) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  violations_.push_back(std::move(what));
+}
+
+void run_ledger::add_rss(int node, int incarnation, double at_seconds, uint64_t bytes) {
+  std::lock_guard<std::mutex> guard{mtx_};
+  rss_[{node, incarnation}].push_back({at_seconds, bytes});
+}
+
+uint64_t run_ledger::operations() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return ops_.size();
+}
+
+uint64_t run_ledger::faults() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  return faults_.size();
+}
+
+uint64_t run_ledger::violations_so_far() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  uint64_t n = violations_.size();
+  for (const auto& op : ops_)
+    n += op.how == node_answer::kind::mismatch || op.how == node_answer::kind::hung;
+  return n;
+}
+
+bool run_ledger::under_fault(const op_record& op) const {
+  for (const auto& w : windows_)
+    for (auto n : op.nodes)
+      if (w.node == n && w.from <= op.end && op.start <= w.to)
+        return true;
+  return false;
+}
+
+run_verdict run_ledger::judge() const {
+  std::lock_guard<std::mutex> guard{mtx_};
+  run_verdict v;
+  v.operations = ops_.size();
+  for (const auto& op : ops_) {
+    auto& c = v.ops[op.kind];
+    auto took = op.end - op.start;
+    switch (op.how) {
+      case node_answer::kind::ok:
+        ++c.ok;
+        c.bytes += op.bytes;
+        continue;
+      case node_answer::kind::mismatch:
+        ++c.violations;
+        v.violations.push_back(describe_op(op) + ": " + op.text);
+        continue;
+      case node_answer::kind::hung:
+        ++c.violations;
+        v.violations.push_back(describe_op(op) + " hung: " + op.text);
+        continue;
+      case node_answer::kind::fail:
+      case node_answer::kind::lost:
+        break;
+    }
+    if (op.bound.count() > 0 && took > op.bound) {
+      ++c.violations;
+      v.violations.push_back(describe_op(op) + " failed after " + seconds_text(took)
+                             + ", over its bound of " + seconds_text(op.bound) + ": "
+                             + op.text);
+    } else if (under_fault(op)) {
+      ++c.survived;
+    } else {
+      ++c.violations;
+      v.violations.push_back(describe_op(op) + " failed with no fault to explain it: "
+                             + op.text);
+    }
+  }
+  for (const auto& f : faults_) {
+    ++v.faults_injected[f.kind];
+    if (f.survived)
+      ++v.faults_survived[f.kind];
+  }
+  v.violations.insert(v.violations.end(), violations_.begin(), violations_.end());
+  for (const auto& [key, samples] : rss_) {
+    // The second half of an incarnation's life: past its warm-up.
+    std::vector<double> t, b;
+    for (size_t i = samples.size() / 2; i < samples.size(); ++i) {
+      t.push_back(samples[i].at);
+      b.push_back(static_cast<double>(samples[i].bytes));
+    }
+    if (t.size() < 2)
+      continue;
+    v.rss.push_back({key.first, key.second, t.back() - t.front(),
+                     slope_mib_per_minute(t, b), samples.back().bytes});
+  }
+  return v;
+}
+
+double slope_mib_per_minute(const std::vector<double>& seconds,
+                            const std::vector<double>& bytes) {
+  auto n = static_cast<double>(seconds.size());
+  if (seconds.size() < 2 || seconds.size() != bytes.size())
+    return 0;
+  double st = 0, sb = 0;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    st += seconds[i];
+    sb += bytes[i];
+  }
+  double mt = st / n, mb = sb / n, num = 0, den = 0;
+  for (size_t i = 0; i < seconds.size(); ++i) {
+    num += (seconds[i] - mt) * (bytes[i] - mb);
+    den += (seconds[i] - mt) * (seconds[i] - mt);
+  }
+  if (den == 0)
+    return 0;
+  return num / den * 60.0 / (1024.0 * 1024.0);
+}
+
+} // namespace ferry::soak

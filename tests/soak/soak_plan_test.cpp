@@ -1,0 +1,97 @@
+// The soak's plain structures: the seeded fault plan (replayable, every
+// kind in a short run, nothing past the duration) and the ledger's verdict
+// (what is a violation and what a survived failure; the memory slope).
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "soak/fault_plan.hpp"
+#include "soak/run_ledger.hpp"
+
+namespace ferry::soak {
+namespace {
+
+using namespace std::chrono_literals;
+
+TEST(SoakPlan, TheSameSeedGivesTheSamePlanAndEveryKindComesInAShortRun) {
+  auto a = make_fault_plan(42, 60s, 6s);
+  auto b = make_fault_plan(42, 60s, 6s);
+  auto c = make_fault_plan(43, 60s, 6s);
+  ASSERT_EQ(a.size(), b.size());
+  bool differs = a.size() != c.size();
+  std::set<fault_kind> kinds;
+  for (size_t i = 0; i < a.size(); ++i) {
+    EXPECT_EQ(a[i].at, b[i].at);
+    EXPECT_EQ(a[i].kind, b[i].kind);
+    EXPECT_EQ(a[i].seed, b[i].seed);
+    EXPECT_LT(a[i].at, 60s);
+    if (i > 0)
+      EXPECT_GT(a[i].at, a[i - 1].at);
+    if (i < c.size())
+      differs = differs || a[i].kind != c[i].kind || a[i].at != c[i].at;
+    kinds.insert(a[i].kind);
+  }
+  EXPECT_TRUE(differs);
+  EXPECT_EQ(kinds.size(), std::size(all_fault_kinds)); // 9 faults: each of 6 kinds once
+  EXPECT_TRUE(make_fault_plan(42, 60s, 0s).empty());  // --fault-interval-ms 0
+  EXPECT_TRUE(make_fault_plan(42, 5s, 6s).empty());
+}
+
+op_record op(std::string kind, std::vector<int> nodes, soak_clock::time_point start,
+             std::chrono::milliseconds took, node_answer::kind how) {
+  op_record r;
+  r.kind = std::move(kind);
+  r.nodes = std::move(nodes);
+  r.start = start;
+  r.end = start + took;
+  r.how = how;
+  r.text = "why";
+  r.bound = 10s;
+  r.bytes = 100;
+  return r;
+}
+
+TEST(SoakLedger, AFailureIsSurvivedOnlyUnderAFaultOnOneOfItsNodesAndWithinItsBound) {
+  run_ledger ledger;
+  auto t = soak_clock::now();
+  ledger.add_fault_window(2, t + 1s, t + 3s);
+  ledger.add_op(op("get", {0, 1}, t, 100ms, node_answer::kind::ok));
+  ledger.add_op(op("get", {1, 2}, t + 2s, 100ms, node_answer::kind::fail)); // under the fault
+  ledger.add_op(op("get", {1, 2}, t + 500ms, 600ms, node_answer::kind::lost)); // overlaps it
+  ledger.add_op(op("get", {0, 1}, t + 2s, 100ms, node_answer::kind::fail)); // not its nodes
+  ledger.add_op(op("get", {1, 2}, t + 4s, 100ms, node_answer::kind::fail)); // after it
+  ledger.add_op(op("call", {2, 3}, t, 20s, node_answer::kind::fail));      // over its bound
+  ledger.add_op(op("call", {2, 3}, t + 2s, 1s, node_answer::kind::mismatch)); // never survived
+  ledger.add_op(op("call", {2, 3}, t + 2s, 1s, node_answer::kind::hung));
+  auto v = ledger.judge();
+  EXPECT_EQ(v.operations, 8u);
+  EXPECT_EQ(v.ops["get"].ok, 1u);
+  EXPECT_EQ(v.ops["get"].bytes, 100u);
+  EXPECT_EQ(v.ops["get"].survived, 2u);
+  EXPECT_EQ(v.ops["get"].violations, 2u);
+  EXPECT_EQ(v.ops["call"].violations, 3u);
+  ASSERT_EQ(v.violations.size(), 5u);
+  EXPECT_NE(v.violations[0].find("no fault to explain it"), std::string::npos);
+  EXPECT_NE(v.violations[2].find("over its bound"), std::string::npos);
+  ledger.add_violation("node 1 is not back at its idle baseline");
+  EXPECT_EQ(ledger.judge().violations.back(), "node 1 is not back at its idle baseline");
+}
+
+TEST(SoakLedger, TheMemorySlopeIsFittedOverTheSecondHalfOfEachIncarnation) {
+  EXPECT_NEAR(slope_mib_per_minute({0, 60, 120}, {0, 1048576, 2097152}), 1.0, 1e-9);
+  EXPECT_EQ(slope_mib_per_minute({5}, {1}), 0.0);
+  run_ledger ledger;
+  // Incarnation 1: a warm-up jump, then flat; incarnation 2: 2 MiB a minute.
+  for (int s = 0; s < 10; ++s)
+    ledger.add_rss(0, 1, s * 6.0, s < 5 ? s * (64ull << 20) : 400ull << 20);
+  for (int s = 0; s < 10; ++s)
+    ledger.add_rss(0, 2, 100 + s * 30.0, (100ull << 20) + s * (1ull << 20));
+  auto v = ledger.judge();
+  ASSERT_EQ(v.rss.size(), 2u);
+  EXPECT_NEAR(v.rss[0].mib_per_minute, 0.0, 1e-9);
+  EXPECT_NEAR(v.rss[1].mib_per_minute, 2.0, 1e-9);
+  EXPECT_EQ(v.rss[1].last_bytes, (100ull << 20) + 9 * (1ull << 20));
+}
+
+} // namespace
+} // namespace ferry::soak
