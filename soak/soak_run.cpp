@@ -53,6 +53,10 @@ void restart_crashed(soak_cluster& cluster, run_ledger& ledger) {
     auto link = cluster.take_down(slot);
     if (!link)
       continue;
+    // The crash is the violation; the operations it failed (since the last
+    // look, a second ago) and those on its next incarnation's rejoin are
+    // its consequences, not more violations.
+    auto from = soak_clock::now() - 2s;
     auto status = link->wait_exit(5s);
     ledger.add_violation("node " + std::to_string(slot) + " (incarnation "
                          + std::to_string(cluster.incarnation(slot)) + ") exited on its own"
@@ -60,6 +64,7 @@ void restart_crashed(soak_cluster& cluster, run_ledger& ledger) {
                          + link->log_tail());
     if (auto err = cluster.restart(slot); !err.empty())
       ledger.add_violation("node " + std::to_string(slot) + " did not restart: " + err);
+    ledger.add_fault_window(slot, from, soak_clock::now() + fault_grace);
   }
 }
 

@@ -53,15 +53,18 @@ void traffic::record(const std::string& kind, std::vector<int> nodes,
   op.text = a.text;
   op.bound = op_bound;
   op.bytes = a.ok() ? bytes : 0;
-  // The small-budget node runs out of registered memory by design: a clear
-  // "exhausted" error on an operation it is in is that fault, survived.
-  if (!a.ok() && a.text.find("exhausted") != std::string::npos)
-    for (int n : op.nodes)
-      if (cluster_.role(n).small_budget) {
-        ledger_.add_fault_window(n, op.start, op.end);
-        ledger_.add_fault({"budget_exhausted", n, a.text, true});
-        break;
-      }
+  // Registered memory runs out by design (the small-budget node, and any
+  // node under several 256 MiB gets at once): a clear "exhausted" error is
+  // that fault, survived (counted as budget_exhausted).
+  if (!a.ok() && a.how == node_answer::kind::fail
+      && a.text.find("exhausted") != std::string::npos) {
+    int n = op.nodes.back();
+    for (int m : op.nodes)
+      if (cluster_.role(m).small_budget)
+        n = m;
+    ledger_.add_fault_window(n, op.start, op.end);
+    ledger_.add_fault({"budget_exhausted", n, a.text, true});
+  }
   ledger_.add_op(std::move(op));
 }
 
