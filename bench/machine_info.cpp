@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <fstream>
 #include <sstream>
@@ -53,6 +54,11 @@ double load_average() {
   double one = 0;
   in >> one;
   return one;
+}
+
+uint64_t process_memory_bytes(int pid, const std::string& which) {
+  auto kib = field(read_text("/proc/" + std::to_string(pid) + "/status"), which, ':');
+  return std::strtoull(kib.c_str(), nullptr, 10) * 1024; // "123 kB"
 }
 
 nlohmann::json describe_machine() {

@@ -12,16 +12,15 @@
 // The RDMA row stages pinned and runs UCX over shared memory on both sides;
 // every get must have taken the RDMA path (path_check.hpp).
 // finish() releases every handle, so the owner frees what prepare staged.
-#include <fstream>
 #include <memory>
 #include <optional>
-#include <sstream>
 #include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
 #include "bench/consumer_seat.hpp"
+#include "bench/machine_info.hpp"
 #include "bench/owner_peer.hpp"
 #include "bench/path_check.hpp"
 #include "bench/payload.hpp"
@@ -44,16 +43,7 @@ constexpr uint64_t fanin_slack = fanin_consumers * 4 * MiB;
 
 /// The peak resident memory of process `pid` (VmHWM), in bytes; 0 unknown.
 uint64_t peak_rss(int pid) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
-  std::string line;
-  while (std::getline(in, line))
-    if (line.rfind("VmHWM:", 0) == 0) {
-      std::istringstream fields{line.substr(6)};
-      uint64_t kib = 0;
-      fields >> kib;
-      return kib * 1024;
-    }
-  return 0;
+  return process_memory_bytes(pid, "VmHWM");
 }
 
 /// What the owner's store holds now, from its node's stat.

@@ -4,7 +4,6 @@
 
 #include <chrono>
 #include <fstream>
-#include <sstream>
 #include <vector>
 
 #include <caf/scoped_actor.hpp>
@@ -12,6 +11,7 @@
 #include <prometheus/registry.h>
 
 #include "bench/path_check.hpp"
+#include "bench/peer_process.hpp"
 #include "bench/payload.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
 #include "protocol/atoms.hpp"
@@ -26,14 +26,6 @@ namespace ferry::soak {
 namespace {
 
 using messenger::envelope;
-
-std::vector<std::string> words_of(const std::string& line) {
-  std::vector<std::string> out;
-  std::istringstream in{line};
-  for (std::string w; in >> w;)
-    out.push_back(w);
-  return out;
-}
 
 /// A number the driver sent; nullopt when it is not one.
 std::optional<uint64_t> number(const std::string& text) {
@@ -278,7 +270,7 @@ std::string bind_soak_handlers(node& n) {
 
 std::string run_node_command(node& n, const std::string& command,
                              const node_test_hooks& hooks) {
-  auto w = words_of(command);
+  auto w = bench::split_words(command);
   if (w.empty())
     return "fail empty command";
   const auto& verb = w[0];

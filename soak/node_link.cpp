@@ -1,19 +1,12 @@
 #include "soak/node_link.hpp"
 
+#include "bench/peer_process.hpp"
+
 #include <csignal>
-#include <sstream>
 
 namespace ferry::soak {
 
 namespace {
-
-std::vector<std::string> split(const std::string& text) {
-  std::vector<std::string> out;
-  std::istringstream in{text};
-  for (std::string w; in >> w;)
-    out.push_back(w);
-  return out;
-}
 
 node_answer parse_answer(const std::string& line) {
   node_answer a;
@@ -26,7 +19,7 @@ node_answer parse_answer(const std::string& line) {
     a.how = node_answer::kind::mismatch;
   else
     a.how = node_answer::kind::fail;
-  a.words = split(a.text);
+  a.words = bench::split_words(a.text);
   return a;
 }
 
@@ -65,7 +58,7 @@ std::string node_link::start(const std::vector<std::string>& args,
     if (!line)
       return "the node did not start: " + (why.empty() ? "no ready line" : why) + ": "
              + log_tail();
-    auto w = split(*line);
+    auto w = bench::split_words(*line);
     if (!w.empty() && w[0] == "error")
       return "the node did not start: " + *line;
     if (w.size() == 3 && w[0] == "ready") {

@@ -1,13 +1,13 @@
 #include "soak/soak_cluster.hpp"
 
+#include "bench/machine_info.hpp"
+
 #include <unistd.h>
 
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <thread>
 
 namespace ferry::soak {
@@ -15,18 +15,6 @@ namespace ferry::soak {
 namespace {
 
 using namespace std::chrono_literals;
-
-uint64_t resident_bytes(int pid) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
-  for (std::string line; std::getline(in, line);)
-    if (line.rfind("VmRSS:", 0) == 0) {
-      std::istringstream fields{line.substr(6)};
-      uint64_t kib = 0;
-      fields >> kib;
-      return kib * 1024;
-    }
-  return 0;
-}
 
 bool lists_peer(const nlohmann::json& stat, uint64_t worker) {
   for (const auto& id : stat.value("peer_ids", nlohmann::json::array()))
@@ -297,7 +285,7 @@ void soak_cluster::sample_rss(run_ledger& ledger, double at_seconds) const {
   std::lock_guard<std::mutex> guard{mtx_};
   for (int i = 0; i < static_cast<int>(slots_.size()); ++i)
     if (const auto& l = slots_[i].link)
-      if (auto rss = resident_bytes(l->pid()); rss > 0)
+      if (auto rss = bench::process_memory_bytes(l->pid(), "VmRSS"); rss > 0)
         ledger.add_rss(i, slots_[i].incarnation, at_seconds, rss);
 }
 

@@ -42,6 +42,16 @@ uint64_t traffic::pick_size(std::mt19937_64& rng, uint64_t at_least) const {
   return 4096;
 }
 
+std::optional<std::pair<int, int>> traffic::pick_pair(std::mt19937_64& rng) const {
+  auto first = cluster_.pick(rng);
+  if (!first)
+    return std::nullopt;
+  auto second = cluster_.pick(rng, {*first});
+  if (!second)
+    return std::nullopt;
+  return std::make_pair(*first, *second);
+}
+
 void traffic::record(const std::string& kind, std::vector<int> nodes,
                      soak_clock::time_point start, const node_answer& a, uint64_t bytes) {
   op_record op;
@@ -108,74 +118,66 @@ void traffic::free_staged(const staged_payload& p) {
 }
 
 void traffic::get_op(std::mt19937_64& rng) {
-  auto owner = cluster_.pick(rng);
-  if (!owner)
+  auto pair = pick_pair(rng);
+  if (!pair)
     return;
-  auto consumer = cluster_.pick(rng, {*owner});
-  if (!consumer)
-    return;
+  auto [owner, consumer] = *pair;
   bool pinned = rng() % 2 == 0;
   bool pinned_block = rng() % 2 == 0;
-  auto p = stage(*owner, pick_size(rng), pinned, rng());
+  auto p = stage(owner, pick_size(rng), pinned, rng());
   if (p)
-    get_staged(*consumer, *p, pinned_block, pinned ? "get_pinned" : "get_plain");
+    get_staged(consumer, *p, pinned_block, pinned ? "get_pinned" : "get_plain");
 }
 
 void traffic::call_op(std::mt19937_64& rng) {
-  auto from = cluster_.pick(rng);
-  if (!from)
+  auto pair = pick_pair(rng);
+  if (!pair)
     return;
-  auto to = cluster_.pick(rng, {*from});
-  if (!to)
-    return;
+  auto [from, to] = *pair;
   // Up to 4 MiB: past the staging threshold, so big calls go by handle.
   uint64_t size = std::min<uint64_t>(uint64_t{1024} << (rng() % 13), opts_.max_size);
   auto start = soak_clock::now();
-  auto a = cluster_.ask(*from,
-                        "call " + std::to_string(cluster_.worker_id(*to)) + " "
+  auto a = cluster_.ask(from,
+                        "call " + std::to_string(cluster_.worker_id(to)) + " "
                           + std::to_string(size) + " " + std::to_string(rng()),
                         op_wait);
-  record("call", {*from, *to}, start, a, size);
+  record("call", {from, to}, start, a, size);
 }
 
 void traffic::stream_op(std::mt19937_64& rng) {
-  auto from = cluster_.pick(rng);
-  if (!from)
+  auto pair = pick_pair(rng);
+  if (!pair)
     return;
-  auto to = cluster_.pick(rng, {*from});
-  if (!to)
-    return;
+  auto [from, to] = *pair;
   uint64_t items = 1 + rng() % 16;
   uint64_t bytes = std::min<uint64_t>(uint64_t{4096} << (rng() % 9), opts_.max_size);
   auto start = soak_clock::now();
-  auto a = cluster_.ask(*from,
-                        "stream " + std::to_string(cluster_.worker_id(*to)) + " "
+  auto a = cluster_.ask(from,
+                        "stream " + std::to_string(cluster_.worker_id(to)) + " "
                           + std::to_string(items) + " " + std::to_string(bytes) + " "
                           + std::to_string(rng()),
                         op_wait);
-  record("stream", {*from, *to}, start, a, items * bytes);
+  record("stream", {from, to}, start, a, items * bytes);
 }
 
 void traffic::giveup_op(std::mt19937_64& rng) {
-  auto owner = cluster_.pick(rng);
-  if (!owner)
+  auto pair = pick_pair(rng);
+  if (!pair)
     return;
-  auto consumer = cluster_.pick(rng, {*owner});
-  if (!consumer)
-    return;
-  auto p = stage(*owner, pick_size(rng, 1ull << 20), rng() % 2 == 0, rng(), giveup_ttl);
+  auto [owner, consumer] = *pair;
+  auto p = stage(owner, pick_size(rng, 1ull << 20), rng() % 2 == 0, rng(), giveup_ttl);
   if (!p)
     return;
   auto after_ms = 1 + rng() % 30;
   auto start = soak_clock::now();
-  auto a = cluster_.ask(*consumer,
+  auto a = cluster_.ask(consumer,
                         "giveup " + p->handle + " " + std::to_string(p->size) + " "
                           + std::to_string(p->checksum) + " " + std::to_string(after_ms),
                         op_wait);
-  record("giveup", {*owner, *consumer}, start, a, p->size);
+  record("giveup", {owner, consumer}, start, a, p->size);
   bool released = a.ok() && !a.words.empty() && a.words[0] == "done";
   if (a.ok() && !released)
-    ledger_.add_fault({"caller_gave_up", *consumer, "after " + std::to_string(after_ms) + " ms", true});
+    ledger_.add_fault({"caller_gave_up", consumer, "after " + std::to_string(after_ms) + " ms", true});
   if (!released)
     free_staged(*p);
 }

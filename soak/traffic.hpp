@@ -18,6 +18,7 @@
 #include <optional>
 #include <random>
 #include <string>
+#include <utility>
 
 #include "soak/run_ledger.hpp"
 #include "soak/soak_cluster.hpp"
@@ -58,6 +59,9 @@ public:
 
 private:
   uint64_t pick_size(std::mt19937_64& rng, uint64_t at_least = 0) const;
+  /// Two distinct up nodes (an owner and its consumer, a caller and its
+  /// callee); nullopt when fewer than two are up.
+  std::optional<std::pair<int, int>> pick_pair(std::mt19937_64& rng) const;
   void get_op(std::mt19937_64& rng);
   void call_op(std::mt19937_64& rng);
   void stream_op(std::mt19937_64& rng);
