@@ -21,6 +21,7 @@ using rv_acquire_eager_atom = caf::atom_constant<caf::atom("rv_acq_egr")>;
 using register_atom = caf::atom_constant<caf::atom("register")>;
 using register_pinned_atom = caf::atom_constant<caf::atom("reg_pinned")>;
 using unstage_atom = caf::atom_constant<caf::atom("unstage")>;
+using address_to_atom = caf::atom_constant<caf::atom("address_to")>;
 using sweep_atom = caf::atom_constant<caf::atom("sweep")>;
 using arm_atom = caf::atom_constant<caf::atom("arm")>;
 using tick_atom = caf::atom_constant<caf::atom("tick")>;

@@ -1,5 +1,6 @@
 // An envelope leaving this messenger: its bounds checked, its payload
-// staged on the owner when it is above the threshold and leaves the node,
+// staged on the owner when it is above the threshold and leaves the node
+// (addressed to the target's node, so the copy goes when that node does),
 // and the staged copies dropped when nobody will fetch them.
 #include "actors/messenger/messenger_state.hpp"
 
@@ -40,6 +41,9 @@ void prepare(messenger_ptr self, const caf::actor& target, envelope env,
       [=](data_handle& h) mutable {
         if (auto* m = metrics(self))
           m->staged_payloads->Increment();
+        // Only `target`'s node will fetch it: if that node goes away, the
+        // owner drops the copy then, not at its time-to-live.
+        self->send(self->state.p.owner, address_to_atom::value, h, target);
         std::optional<std::chrono::nanoseconds> left;
         if (until)
           left = *until - clock_type::now();

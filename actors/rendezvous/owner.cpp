@@ -238,12 +238,12 @@ void drop_node(owner_ptr self, const caf::node_id& node) {
     return;
   auto dropped = self->state.store.drop_holder(*id);
   quarantine_freed(self, *id);
-  if (dropped == 0)
+  if (dropped.leases == 0 && dropped.copies == 0)
     return;
-  spdlog::info("owner: {} leases of node {} ended: it went away", dropped,
-               to_string(node));
+  spdlog::info("owner: node {} went away: {} of its leases ended, {} copies staged "
+               "for it dropped", to_string(node), dropped.leases, dropped.copies);
   if (auto* m = self->state.metrics)
-    m->leases_dropped_peer_down->Increment(static_cast<double>(dropped));
+    m->leases_dropped_peer_down->Increment(static_cast<double>(dropped.leases));
   sync_holds(self);
   update_gauges(self);
 }
@@ -856,6 +856,17 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       quarantine_freed(self);
       update_gauges(self);
       return *freed;
+    },
+    [=](address_to_atom, const data_handle& h, const caf::actor& reader) {
+      const auto& sender = self->current_sender();
+      if (!sender || sender->node() != self->node() || !reader
+          || reader->node() == self->node())
+        return;
+      auto& holders = self->state.holders;
+      auto id = holders.id_for(reader->node());
+      if (holders.watch(reader->address()))
+        self->monitor(reader);
+      (void) self->state.store.address_to(h, id); // gone already: fetched
     },
     [=](rv_ref_atom, const std::string& body) -> caf::result<std::string> {
       return answer_ref(self, body);

@@ -54,6 +54,10 @@ using owner_actor = caf::typed_actor<
   // Local only (from this node's messenger): the stager drops its own
   // reference to a payload nobody will fetch; answers whether it was freed.
   caf::replies_to<unstage_atom, data_handle>::with<bool>,
+  // Local only (from this node's messenger): the payload was staged for
+  // the node of this actor alone; when that node goes away, the stager's
+  // reference goes with it (not at its time-to-live).
+  caf::reacts_to<address_to_atom, data_handle, caf::actor>,
   // The shutdown drain: stop answering RDMA, copy pinned (arena) slots to
   // plain memory; answers how many were copied.
   caf::replies_to<drain_atom>::with<uint64_t>,

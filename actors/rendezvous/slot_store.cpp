@@ -341,13 +341,23 @@ caf::error slot_store::hold(const data_handle& h, uint64_t lease_id) {
   return caf::none;
 }
 
-uint64_t slot_store::drop_holder(uint64_t holder) {
+caf::error slot_store::address_to(const data_handle& h, uint64_t holder) {
+  auto s = find(h);
+  if (!s)
+    return unknown_handle(h);
   if (holder == 0)
-    return 0;
-  uint64_t dropped = 0;
+    return make_error(errc::invalid_argument, "a copy is addressed to a remote node only");
+  s->addressed_to = holder;
+  return caf::none;
+}
+
+slot_store::holder_dropped slot_store::drop_holder(uint64_t holder) {
+  holder_dropped out;
+  if (holder == 0)
+    return out;
   std::vector<uint64_t> touched;
   for (auto& [id, s] : slots_) {
-    auto before = dropped;
+    bool changed = false;
     for (auto i = s.leases.begin(); i != s.leases.end();) {
       if (i->second.holder != holder) {
         ++i;
@@ -356,14 +366,25 @@ uint64_t slot_store::drop_holder(uint64_t holder) {
       note_reader(s, i->second, true); // it cannot say whether its GET ended
       forget_lease(i->second);
       i = s.leases.erase(i);
-      ++dropped;
+      ++out.leases;
+      changed = true;
     }
-    if (dropped != before)
+    // Its only reader went: the stager's reference goes too (the references
+    // other leases will release stay, as with unref).
+    if (s.addressed_to == holder) {
+      s.addressed_to = 0;
+      if (s.refcount > s.leases.size()) {
+        --s.refcount;
+        ++out.copies;
+        changed = true;
+      }
+    }
+    if (changed)
       touched.push_back(id);
   }
   for (auto id : touched)
     free_if_unreferenced(id);
-  return dropped;
+  return out;
 }
 
 slot_store::sweep_result slot_store::sweep(time_point now) {

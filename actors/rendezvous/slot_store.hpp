@@ -22,6 +22,10 @@
 //   sweep: its consumer died or hung mid-GET.
 // - Every lease names its holder (the node that took it; 0 = this node).
 //   drop_holder ends every lease of a holder that went away, at once.
+// - A slot addressed to one holder (address_to: a copy staged for one
+//   reader node, as the messenger stages) loses its stager's reference when
+//   that holder goes away (drop_holder), as unref would: nobody else will
+//   fetch it, so it does not wait for its time-to-live.
 // - hold turns a lease whose transfer is done into a plain held lease, the
 //   same on both paths: no deadline, no transfer, never reaped; it ends at
 //   detach, release, drop_holder, or the slot's time-to-live.
@@ -170,9 +174,18 @@ public:
   /// now on (an RDMA lease stops counting as a descriptor out).
   caf::error hold(const data_handle& h, uint64_t lease_id);
 
-  /// Ends every lease `holder` (non-zero) has, as detach would; answers
-  /// how many.
-  uint64_t drop_holder(uint64_t holder);
+  /// Marks `h` as staged for `holder` (non-zero) alone. Unknown handle:
+  /// the slot went already (it was fetched and released).
+  caf::error address_to(const data_handle& h, uint64_t holder);
+
+  struct holder_dropped {
+    uint64_t leases = 0; // leases of the holder ended
+    uint64_t copies = 0; // stager references dropped from slots addressed to it
+  };
+
+  /// Ends every lease `holder` (non-zero) has, as detach would, and drops
+  /// the stager's reference of every slot addressed to it, as unref would.
+  holder_dropped drop_holder(uint64_t holder);
 
   /// Ends expired leases and frees expired slots.
   sweep_result sweep(time_point now);
@@ -212,6 +225,7 @@ private:
     std::unordered_map<uint64_t, lease> leases;
     std::optional<time_point> expires_at; // time-to-live
     std::set<uint64_t> get_readers; // holders whose GET may still read it
+    uint64_t addressed_to = 0;      // the one holder it was staged for (0: any)
   };
 
   struct transfer {

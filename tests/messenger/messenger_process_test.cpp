@@ -321,6 +321,19 @@ TEST_F(Messenger, AStagedPayloadNobodyFetchesIsFreedOnTheSenderByItsTimeToLive) 
   peer->kill(SIGCONT);
 }
 
+TEST_F(Messenger, ACopyStagedForANodeThatGoesAwayIsFreedThenNotAtItsTimeToLive) {
+  auto cfg = local_config();
+  cfg.transfer_timeout_ms = 600000; // a send's copy lives this long unfetched
+  start({}, cfg);
+  peer->kill(SIGSTOP); // the receiver never fetches it
+  ASSERT_FALSE(m->send(peer_id, "test.sink", test::payload(2 * MiB, 3)));
+  EXPECT_TRUE(eventually([&] { return local_metric("ferry_rendezvous_slots") == 1; }));
+  peer->kill(SIGKILL);
+  EXPECT_TRUE(eventually([&] { return local_metric("ferry_rendezvous_slots") == 0; }));
+  EXPECT_EQ(local_metric("ferry_rendezvous_slots_expired_total"), 0);
+  EXPECT_EQ(local_metric("ferry_rendezvous_staged_bytes"), 0);
+}
+
 /// The peak resident set of process `pid` so far, in bytes (VmHWM).
 uint64_t peak_rss(pid_t pid) {
   std::ifstream status{"/proc/" + std::to_string(pid) + "/status"};

@@ -436,9 +436,9 @@ TEST_F(SlotStore, DropHolderEndsOnlyThatHoldersLeases) {
   auto local = store.acquire(b, t0);
   ASSERT_TRUE(gone1 && gone2 && stays && local);
   ASSERT_FALSE(store.hold(a, gone1->lease_id));
-  EXPECT_EQ(store.drop_holder(0), 0u); // this node's own leases never go so
-  EXPECT_EQ(store.drop_holder(5), 2u);
-  EXPECT_EQ(store.drop_holder(5), 0u);
+  EXPECT_EQ(store.drop_holder(0).leases, 0u); // this node's own leases never go so
+  EXPECT_EQ(store.drop_holder(5).leases, 2u);
+  EXPECT_EQ(store.drop_holder(5).leases, 0u);
   auto s = store.current_stats();
   EXPECT_EQ(s.leases, 2u);
   EXPECT_EQ(s.transfers, 2u);
@@ -456,9 +456,52 @@ TEST_F(SlotStore, DropHolderFreesASlotNobodyReferences) {
   ASSERT_TRUE(ready);
   ASSERT_TRUE(store.release(h, store.acquire(h, t0)->lease_id)); // refcount 0
   EXPECT_EQ(store.current_stats().slots, 1u); // the holder's lease still reads
-  EXPECT_EQ(store.drop_holder(9), 1u);
+  EXPECT_EQ(store.drop_holder(9).leases, 1u);
   EXPECT_EQ(store.current_stats().slots, 0u);
   EXPECT_EQ(store.current_stats().staged_bytes, 0u);
+}
+
+TEST_F(SlotStore, ACopyAddressedToANodeThatGoesAwayIsFreedWithoutWaitingForItsTimeToLive) {
+  auto h = store.register_data(bytes_of(10), t0, 1h);
+  ASSERT_FALSE(store.address_to(h, 7));
+  EXPECT_EQ(store.drop_holder(6).copies, 0u); // another node: it stays
+  EXPECT_EQ(store.current_stats().slots, 1u);
+  auto dropped = store.drop_holder(7);
+  EXPECT_EQ(dropped.leases, 0u);
+  EXPECT_EQ(dropped.copies, 1u);
+  EXPECT_EQ(store.current_stats().slots, 0u);
+  EXPECT_EQ(store.current_stats().staged_bytes, 0u);
+}
+
+TEST_F(SlotStore, AnAddressedCopyMidFetchByItsNodeGoesWithTheNodesLease) {
+  auto h = store.register_data(bytes_of(10), t0);
+  ASSERT_FALSE(store.address_to(h, 7));
+  ASSERT_TRUE(store.acquire(h, t0, 0ms, 7));
+  auto dropped = store.drop_holder(7);
+  EXPECT_EQ(dropped.leases, 1u);
+  EXPECT_EQ(dropped.copies, 1u);
+  EXPECT_EQ(store.current_stats().slots, 0u);
+}
+
+TEST_F(SlotStore, AnAddressedCopyKeepsTheReferencesOfOtherLeasesAndIsDroppedOnce) {
+  auto h = store.register_data(bytes_of(10), t0);
+  ASSERT_FALSE(store.address_to(h, 7));
+  auto local = store.acquire(h, t0); // a reader of this node
+  ASSERT_TRUE(local);
+  ASSERT_TRUE(store.ref(h));        // refcount 2: stager and the local reader
+  EXPECT_EQ(store.drop_holder(7).copies, 1u);
+  EXPECT_EQ(store.drop_holder(7).copies, 0u);
+  EXPECT_EQ(store.current_stats().slots, 1u); // the local lease still reads
+  ASSERT_TRUE(store.release(h, local->lease_id));
+  EXPECT_EQ(store.current_stats().slots, 0u);
+}
+
+TEST_F(SlotStore, AddressingAGoneSlotOrThisNodeIsRefused) {
+  auto h = store.register_data(bytes_of(10), t0);
+  EXPECT_TRUE(is(store.address_to(h, 0), errc::invalid_argument));
+  ASSERT_TRUE(store.unref(h));
+  EXPECT_TRUE(is(store.address_to(h, 7), errc::unknown_handle));
+  EXPECT_EQ(store.drop_holder(7).copies, 0u);
 }
 
 TEST_F(SlotStore, ADemotionCopyHandedBackLateChangesNothingItShouldNot) {
@@ -495,7 +538,7 @@ TEST_F(SlotStore, TheLastChunkServedHoldsTheLeaseWithNoDeadline) {
   EXPECT_EQ(store.current_stats().leases, 1u);
   EXPECT_EQ(store.sweep(t0 + 1h).leases_expired, 0u);
   EXPECT_TRUE(is(store.pull(ready->transfer_id, 0, t0).error(), errc::unknown_transfer));
-  EXPECT_EQ(store.drop_holder(3), 1u); // still its node's
+  EXPECT_EQ(store.drop_holder(3).leases, 1u); // still its node's
 }
 
 TEST_F(SlotStore, AChunkPulledTwiceIsRefusedAndNeitherRenewsNorClosesTheTransfer) {
@@ -613,7 +656,7 @@ TEST_F(SlotStore, AReapedOrDroppedRdmaLeaseLeavesItsHolderAsAReader) {
   // Dropped: its node went away (then the stager lets go).
   auto dropped = store.register_pinned(block_over(backing), 64, t0);
   ASSERT_TRUE(store.acquire_rdma(dropped, t0, 1s, 5));
-  EXPECT_EQ(store.drop_holder(5), 1u);
+  EXPECT_EQ(store.drop_holder(5).leases, 1u);
   ASSERT_TRUE(store.unref(dropped));
   EXPECT_EQ(store.current_stats().slots, 0u);
   auto out = store.take_unsettled();
