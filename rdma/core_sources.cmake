@@ -6,6 +6,7 @@ add_library(ferry_rdma_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/control_protocol.cpp
   ${CMAKE_CURRENT_LIST_DIR}/endpoint_activity.cpp
   ${CMAKE_CURRENT_LIST_DIR}/external_region.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/failure_reports_choice.cpp
   ${CMAKE_CURRENT_LIST_DIR}/offset_allocator.cpp
   ${CMAKE_CURRENT_LIST_DIR}/region_registry.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rkey_preparse.cpp)

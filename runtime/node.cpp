@@ -37,6 +37,7 @@
 #include "runtime/shutdown_deadline.hpp"
 #include "staging/local_stager.hpp"
 #include "rdma/control_channel_choice.hpp"
+#include "rdma/failure_reports_choice.hpp"
 
 #ifdef FERRY_WITH_UCX
 #  include "rdma/ucx_context.hpp"
@@ -144,6 +145,11 @@ std::vector<std::string> node::capabilities() const {
   std::vector<std::string> caps{"chunked"};
   if (has_ucx())
     caps.emplace_back("ucx");
+#ifdef FERRY_WITH_UCX
+  // Which peers share memory with this node (failure_reports_choice.hpp).
+  if (has_ucx() && ucx_ && ucx_->has_shared_memory())
+    caps.push_back(shared_memory_capability(this_machine_token()));
+#endif
   return caps;
 }
 

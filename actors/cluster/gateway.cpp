@@ -16,6 +16,7 @@
 #include "actors/cluster/probe_runner.hpp"
 #include "actors/rdma/rdma_metrics.hpp"
 #include "rdma/control_channel_choice.hpp"
+#include "rdma/failure_reports_choice.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/errors.hpp"
 
@@ -158,7 +159,9 @@ void add_peer(gateway_ptr self, peer_hello peer) {
                  != peer.capabilities.end();
   if (engine && has_ucx && !peer.ucx_address.empty()) {
     caf::anon_send(engine.actor(), ucx_peer_atom::value, peer.worker_id,
-                   peer.ucx_address, peer.gateway);
+                   peer.ucx_address, peer.gateway,
+                   wants_failure_reports(self->state.params.identity.capabilities,
+                                         peer.capabilities));
     engine.wake();
     self->state.ucx_peers.insert(peer.worker_id);
   }
@@ -187,8 +190,12 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
                     "peer {:016x} left ({})", i->first, to_string(dm.reason));
         // Its unpacked keys (and the mappings of its memory) go with it.
         const auto& engine = self->state.params.engine;
+        // Urgent: ahead of GETs queued for it, none of which may unpack
+        // a key of memory that went with its process (UCX 1.13 crashes on
+        // a shared-memory key it cannot attach: docs/known-issues.md).
         if (engine && self->state.ucx_peers.count(i->first) > 0) {
-          caf::anon_send(engine.actor(), ucx_forget_atom::value, i->first);
+          caf::anon_send<caf::message_priority::high>(engine.actor(),
+                                                      ucx_forget_atom::value, i->first);
           engine.wake();
         }
         if (auto& dir = self->state.params.directory)

@@ -4,6 +4,7 @@
 #include <list>
 #include <map>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <caf/all.hpp>
@@ -74,6 +75,7 @@ struct engine {
   std::chrono::milliseconds get_timeout;
   rdma_metrics* metrics = nullptr;
   std::map<uint64_t, std::vector<char>> addresses;
+  std::set<uint64_t> reporting_peers; // endpoints with failure reports
   std::map<uint64_t, ucx_endpoint> endpoints;
   // Endpoints of peers that went while abandoned GETs still used them.
   std::list<std::pair<uint64_t, ucx_endpoint>> retired;
@@ -115,6 +117,14 @@ struct engine {
     return ep->native();
   }
 
+  /// Open endpoints that run with UCX failure reports.
+  uint64_t reporting_endpoints() const {
+    uint64_t n = 0;
+    for (const auto& [id, ep] : endpoints)
+      n += ep.error_mode() == ucx_error_mode::peer ? 1 : 0;
+    return n;
+  }
+
   void count_close(endpoint_close_reason why) {
     ++closed_by[static_cast<int>(why)];
     if (metrics && metrics->endpoints_closed[static_cast<int>(why)])
@@ -124,10 +134,15 @@ struct engine {
   /// A hello from a peer (a new incarnation, or the same one again): its
   /// endpoint and every key unpacked on it go; the next GET (or, eager,
   /// this call) wires up afresh.
-  void set_address(uint64_t worker_id, std::vector<char> address, caf::actor gateway) {
+  void set_address(uint64_t worker_id, std::vector<char> address, caf::actor gateway,
+                   bool failure_reports) {
     if (gateway)
       gateways[worker_id] = std::move(gateway);
     addresses[worker_id] = std::move(address);
+    if (failure_reports)
+      reporting_peers.insert(worker_id);
+    else
+      reporting_peers.erase(worker_id);
     rkeys.invalidate_peer(worker_id);
     abandon_peer(worker_id, "the peer's UCX address changed");
     retire_endpoint(worker_id, endpoint_close_reason::peer_down);
@@ -143,6 +158,8 @@ struct engine {
     abandon_peer(worker_id, "the peer went away");
     retire_endpoint(worker_id, endpoint_close_reason::peer_down);
     gateways.erase(worker_id); // a new hello brings it (and an address) again
+    addresses.erase(worker_id); // no GET wires up to a peer known gone
+    reporting_peers.erase(worker_id);
   }
 
   /// Eager wireup: the endpoint now, and the worker progressed until its
@@ -356,14 +373,24 @@ struct engine {
   }
 
   ucx_endpoint* endpoint_for(uint64_t worker_id, std::string& why) {
-    if (auto i = endpoints.find(worker_id); i != endpoints.end())
-      return &i->second;
+    if (auto i = endpoints.find(worker_id); i != endpoints.end()) {
+      if (i->second.failure() == UCS_OK)
+        return &i->second;
+      // UCX reported it failed (its peer seemed gone): a fresh one, should
+      // the peer still be there.
+      retire_endpoint(worker_id, endpoint_close_reason::peer_down);
+    }
     auto a = addresses.find(worker_id);
     if (a == addresses.end()) {
       why = "no UCX address for worker " + std::to_string(worker_id);
       return nullptr;
     }
-    auto ep = ucx_endpoint::connect(worker, a->second);
+    // Failure reports on every endpoint but a shared-memory pair's
+    // (rdma/failure_reports_choice.hpp).
+    ucx_endpoint_config cfg;
+    if (reporting_peers.count(worker_id) > 0)
+      cfg.error_mode = ucx_error_mode::peer;
+    auto ep = ucx_endpoint::connect(worker, a->second, cfg);
     if (!ep) {
       why = ep.error_message();
       return nullptr;
@@ -582,6 +609,7 @@ struct engine {
       {"endpoints",
        {{"open", endpoints.size() + retired.size()},
         {"created", endpoints_created},
+        {"reporting_failures", reporting_endpoints()},
         {"eager_wireups", eager_wireups_done},
         {"wireups_pending", wireups.size()},
         {"idle_timeout_ms", activity.timeout().count()},
@@ -600,8 +628,8 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
   auto handlers = [&](auto&& on_timeout) {
     self->receive(
       [&](ucx_peer_atom, uint64_t worker_id, std::vector<char>& address,
-          caf::actor& gateway) {
-        e->set_address(worker_id, std::move(address), std::move(gateway));
+          caf::actor& gateway, bool failure_reports) {
+        e->set_address(worker_id, std::move(address), std::move(gateway), failure_reports);
       },
       [&](ucx_goodbye_atom, uint64_t worker_id) { e->on_goodbye(worker_id); },
       [&](ucx_forget_atom, uint64_t worker_id) { e->forget(worker_id); },
@@ -755,7 +783,7 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
   auto warm = std::make_shared<warm_destination>(start.warm);
   auto e = std::make_shared<engine>(engine{
     start.context, {}, std::move(*worker), start.faults, start.get_timeout,
-    start.metrics, {}, {}, {}, {}, {}, 0, true,
+    start.metrics, {}, {}, {}, {}, {}, {}, 0, true,
     rkey_cache<ucx_remote_key>{start.rkey_cache}, start.rkey_cache_enabled, warm});
   e->own_worker_id = start.worker_id;
   e->eager = start.eager_endpoints;

@@ -104,9 +104,11 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 
 /// Messages the engine handles:
 ///   (ucx_peer_atom, uint64_t worker_id, std::vector<char> address,
-///    caf::actor gateway)  a peer's hello: its address, and its gateway
-///     (a goodbye goes there); with eager_endpoints the endpoint is created
-///     now and progressed until wired up (bounded)
+///    caf::actor gateway, bool failure_reports)  a peer's hello: its
+///     address, its gateway (a goodbye goes there), and whether endpoints to
+///     it run with UCX failure reports (failure_reports_choice.hpp); with
+///     eager_endpoints the endpoint is created now and progressed until
+///     wired up (bounded)
 ///   (ucx_goodbye_atom, uint64_t worker_id)  the peer closed its endpoint to
 ///     us: ours closes too once nothing runs on it
 ///   (ucx_hold_atom, int64_t delta)        descriptors out on this node (and

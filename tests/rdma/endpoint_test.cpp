@@ -20,6 +20,8 @@
 #include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
 #include "runtime/blocking_client.hpp"
+#include "runtime/builtin_handlers.hpp"
+#include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "runtime/region_guard.hpp"
 #include "tests/cluster/test_support.hpp"
@@ -338,4 +340,45 @@ TEST_P(Endpoints, AStoppingNodesGatewayRefusesNewWorkAndAdmittedPeersStillPull) 
   ASSERT_TRUE(copy) << describe(copy.error());
   EXPECT_EQ(peer_gets(), gets_before + 1);
   get_and_check(*copy, bytes);
+}
+
+// -- failure reports (rdma/failure_reports_choice.hpp) ----------------------------------------
+
+TEST_P(Endpoints, OnlyASharedMemoryPairOfOneMachineRunsWithoutFailureReports) {
+  start({}, node_config{});
+  auto bytes = test::payload(1 * MiB_, 4);
+  EXPECT_TRUE(get_and_check(stage_on_peer(bytes), bytes));
+  auto eps = local_endpoints();
+  EXPECT_EQ(eps["open"], 1u);
+  EXPECT_EQ(eps["reporting_failures"], GetParam() == "tcp" ? 1u : 0u);
+}
+
+TEST_P(Endpoints, AReaderKilledMidGetLeavesItsOwnerServingWithNothingOfItsHeld) {
+  start({}, node_config{});
+  auto big = test::payload(256 * MiB_, 5);
+  // The peer pulls a large payload staged here (a call's, by handle); it
+  // is killed while it reads.
+  messenger_client m{*local};
+  auto pull = std::async(std::launch::async, [&] {
+    return m.call(peer_hello_.worker_id, checksum_handler, big, {}, 30s);
+  });
+  ASSERT_TRUE(eventually([&] { return local_metric("ferry_rendezvous_leases") >= 1; }, 20s));
+  peer->kill(SIGKILL);
+  EXPECT_FALSE(pull.get()) << "its reader went";
+  // This node is still here and gets from a fresh peer.
+  peer.reset();
+  auto second = std::make_unique<node_process>(
+    std::vector<std::string>{"--metrics-port", "0"},
+    std::vector<std::string>{"UCX_TLS=" + test::ucx_tls_for(GetParam())});
+  auto hello = local->connect(second->endpoint());
+  ASSERT_TRUE(hello) << describe(hello.error());
+  peer_hello_ = *hello;
+  peer = std::move(second);
+  auto bytes = test::payload(1 * MiB_, 6);
+  EXPECT_TRUE(get_and_check(stage_on_peer(bytes), bytes));
+  EXPECT_TRUE(eventually([&] { return local_metric("ferry_rendezvous_leases") == 0; }, 20s));
+  EXPECT_TRUE(eventually([&] { return local_metric("ferry_rendezvous_slots") == 0; }, 20s))
+    << "the call's copy went with its reader";
+  EXPECT_TRUE(eventually([&] { return local_metric("ferry_rdma_registered_bytes") == 0; }, 20s))
+    << "its registration went with it";
 }

@@ -223,6 +223,15 @@ TEST_P(RdmaWarm, ForgettingThePeerDropsItsKeys) {
   auto s = engine_stat();
   EXPECT_EQ(s["rkey_cache"]["invalidations"], 1u);
   EXPECT_EQ(s["rkey_cache"]["entries"], 0u);
+  // Its address went too: the next GET needs its hello again.
+  auto before = local->paths().value(transfer_path::rdma, path_reason::ok);
+  auto got = client->get(h);
+  ASSERT_TRUE(got) << describe(got.error());
+  EXPECT_EQ(local->paths().value(transfer_path::rdma, path_reason::ok), before);
+  ASSERT_FALSE(client->detach(h, got->lease_id));
+  caf::anon_send(local->ucx_engine().actor(), ucx_peer_atom::value, owner_hello.worker_id,
+                 owner_hello.ucx_address, owner_hello.gateway, GetParam() == "tcp");
+  local->ucx_engine().wake();
   get_and_check(h, bytes);
   EXPECT_EQ(cache("unpacks"), 2u);
   EXPECT_EQ(cache("hits"), 0u);
