@@ -71,6 +71,9 @@ public:
   caf::error start();
 
   /// Stops the node's actors and joins the actor system. Idempotent.
+  /// Calls in flight on other threads fail as the actors go; no thread may
+  /// start a call on the node once stop() began (its handles and actor
+  /// system go at its end).
   void stop();
 
   /// Connects to the node at host:port and exchanges hellos.

@@ -2,6 +2,7 @@
 
 #include <sys/resource.h>
 
+#include <atomic>
 #include <chrono>
 #include <fstream>
 #include <vector>
@@ -38,6 +39,12 @@ std::optional<uint64_t> number(const std::string& text) {
   }
   return std::nullopt;
 }
+
+// Set when the node starts stopping: a command makes no further node call
+// (the node's handles go at the end of its stop; node.hpp).
+std::atomic<bool> node_stopping{false};
+
+const char* const stopping_answer = "fail the node is stopping";
 
 std::string fail(const caf::error& err) {
   return "fail " + describe(err);
@@ -124,6 +131,8 @@ std::string get(node& n, const data_handle& h, uint64_t size, uint64_t sum, bool
     lease = got->lease_id;
     why = verify(got->bytes.data(), got->bytes.size(), size, sum, hooks);
   }
+  if (node_stopping)
+    return why.empty() ? stopping_answer : why;
   auto released = client.release(h, lease);
   if (!why.empty())
     return why;
@@ -141,6 +150,10 @@ std::string give_up(node& n, const data_handle& h, uint64_t size, uint64_t sum,
       .receive(
         [&](byte_buffer& bytes, uint64_t lease) {
           auto why = verify(bytes.data(), bytes.size(), size, sum, hooks);
+          if (node_stopping) {
+            answer = why.empty() ? stopping_answer : why;
+            return;
+          }
           blocking_client client{n};
           auto released = client.release(h, lease);
           answer = !why.empty() ? why
@@ -161,6 +174,8 @@ std::string free_slot(node& n, const data_handle& h) {
   auto got = client.get(h);
   if (!got)
     return "ok gone";
+  if (node_stopping)
+    return stopping_answer;
   auto released = client.release(h, got->lease_id);
   return released ? "ok freed" : "fail release: " + describe(released.error());
 }
@@ -187,6 +202,8 @@ std::string stream(node& n, uint64_t worker, uint64_t items, uint64_t bytes, uin
   if (!s)
     return fail(s.error());
   for (uint64_t i = 0;; ++i) {
+    if (node_stopping)
+      return stopping_answer;
     auto item = s->next();
     if (!item)
       return fail(item.error());
@@ -247,6 +264,10 @@ std::string stat(node& n) {
 
 } // namespace
 
+void refuse_node_calls() {
+  node_stopping = true;
+}
+
 std::string bind_soak_handlers(node& n) {
   messenger_client m{n};
   auto echo = m.bind("soak.echo", [](envelope& in) -> caf::expected<envelope> {
@@ -270,6 +291,8 @@ std::string bind_soak_handlers(node& n) {
 
 std::string run_node_command(node& n, const std::string& command,
                              const node_test_hooks& hooks) {
+  if (node_stopping)
+    return stopping_answer;
   auto w = bench::split_words(command);
   if (w.empty())
     return "fail empty command";

@@ -30,6 +30,11 @@ namespace ferry::soak {
 /// Binds soak.echo and soak.items on `n`; empty or why not.
 std::string bind_soak_handlers(node& n);
 
+/// From now on, commands make no further call on their node: each answers
+/// "fail the node is stopping" at its next step. Before node::stop(), whose
+/// end takes the node's handles away from threads still running commands.
+void refuse_node_calls();
+
 /// Runs one command (without its id) on `n`; the answer (without the id).
 std::string run_node_command(node& n, const std::string& command,
                              const node_test_hooks& hooks);

@@ -87,6 +87,7 @@ int run_soak_node(const node_config& cfg, const node_test_hooks& hooks) {
   std::thread{[n] { serve_commands(*n, kept_hooks, running); }}.detach();
   int sig = 0;
   sigwait(&stop_signals, &sig);
+  refuse_node_calls(); // in-flight commands end at their next step
   n->stop();
   std::fflush(stdout);
   std::fflush(stderr);
