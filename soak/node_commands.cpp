@@ -106,6 +106,8 @@ std::string stage(node& n, const std::vector<std::string>& w, const node_test_ho
     std::call_once(once, [&] { (void) client.register_data(bench::make_payload_vector(4096)); });
   }
   std::chrono::milliseconds ttl{w.size() == 5 ? number(w[4]).value_or(0) : 0};
+  if (node_stopping) // making the payload took a while
+    return stopping_answer;
   auto h = w[3] == "pinned" ? client.register_data_pinned(std::move(bytes), ttl)
                             : client.register_data(std::move(bytes), ttl);
   if (!h)
@@ -184,6 +186,8 @@ std::string call(node& n, uint64_t worker, uint64_t size, uint64_t seed) {
   messenger_client m{n};
   auto payload = bench::make_payload_vector(size, seed);
   auto sum = checksum64(payload.data(), payload.size());
+  if (node_stopping)
+    return stopping_answer;
   auto reply = m.call(worker, "soak.echo", std::move(payload), {},
                       std::chrono::milliseconds{60000});
   if (!reply)
