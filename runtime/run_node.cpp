@@ -1,6 +1,7 @@
 #include "runtime/run_node.hpp"
 
 #include <csignal>
+#include <pthread.h>
 #include <cstdio>
 #include <cstring>
 #include <fstream>
@@ -16,6 +17,30 @@
 
 namespace ferry {
 
+namespace {
+
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  return set;
+}
+
+} // namespace
+
+void block_stop_signals() {
+  auto set = stop_signal_set();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int wait_for_stop_signal() {
+  auto set = stop_signal_set();
+  int sig = 0;
+  sigwait(&set, &sig);
+  return sig;
+}
+
 int serve_node(const node_config& cfg, const std::string& ready_file,
                worker_registry workers, type_registrar extra_types,
                const on_node_started& started) {
@@ -23,12 +48,7 @@ int serve_node(const node_config& cfg, const std::string& ready_file,
     std::fprintf(stderr, "ferry node: %s\n", describe(err).c_str());
     return 2;
   }
-  // Block the stop signals before any thread starts; sigwait takes them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  block_stop_signals(); // before any thread starts
 
   node n{cfg, std::move(workers), std::move(extra_types)};
   if (auto err = n.start()) {
@@ -54,8 +74,7 @@ int serve_node(const node_config& cfg, const std::string& ready_file,
                        << "\n";
     std::rename(tmp.c_str(), ready_file.c_str());
   }
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  int sig = wait_for_stop_signal();
   spdlog::info("signal {}: shutting down", sig);
   n.stop();
   spdlog::info("stopped");

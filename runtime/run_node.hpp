@@ -39,4 +39,12 @@ int serve_node(const node_config& cfg, const std::string& ready_file,
                worker_registry workers = {}, type_registrar extra_types = {},
                const on_node_started& started = {});
 
+/// Blocks SIGINT and SIGTERM in the calling thread, and so in every thread
+/// it starts after; call before any thread starts. The stop signal then
+/// comes only to wait_for_stop_signal.
+void block_stop_signals();
+
+/// Waits for SIGINT or SIGTERM (blocked by block_stop_signals); answers it.
+int wait_for_stop_signal();
+
 } // namespace ferry

@@ -1,6 +1,5 @@
 #include "soak/soak_node.hpp"
 
-#include <pthread.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -13,6 +12,7 @@
 #include "protocol/errors.hpp"
 #include "runtime/logging.hpp"
 #include "runtime/node.hpp"
+#include "runtime/run_node.hpp"
 #include "soak/node_commands.hpp"
 
 namespace ferry::soak {
@@ -62,12 +62,8 @@ int run_soak_node(const node_config& cfg, const node_test_hooks& hooks) {
     return 2;
   }
   // Every thread inherits the blocked stop signals; the main thread takes
-  // them with sigwait.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  // them.
+  block_stop_signals();
 
   // Never destroyed: command threads may still hold it when the process
   // exits (std::_Exit after the node's own shutdown).
@@ -85,8 +81,7 @@ int run_soak_node(const node_config& cfg, const node_test_hooks& hooks) {
   kept_hooks = hooks;
   say("ready " + std::to_string(n->port()) + " " + std::to_string(n->worker_id()));
   std::thread{[n] { serve_commands(*n, kept_hooks, running); }}.detach();
-  int sig = 0;
-  sigwait(&stop_signals, &sig);
+  wait_for_stop_signal();
   refuse_node_calls(); // in-flight commands end at their next step
   n->stop();
   std::fflush(stdout);
