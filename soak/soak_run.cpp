@@ -161,9 +161,13 @@ int run_soak(soak_options opts) {
         break;
       std::this_thread::sleep_for(100ms);
     } while (soak_clock::now() < until);
-    if (!held.empty())
+    if (!held.empty()) {
+      // What keeps the slots left (refs, leases, addressed to, age).
+      if (s && (*s)["owner"].value("slots", 0) > 0 && (*s)["owner"].contains("oldest_slots"))
+        held += "; oldest slots " + (*s)["owner"]["oldest_slots"].dump();
       ledger.add_violation("node " + std::to_string(i) + " is not back at its idle baseline "
                            + std::to_string(opts.settle.count()) + " s after the run: " + held);
+    }
     const auto& role = cluster.role(i);
     summary.nodes.push_back({{"node", i},
                              {"incarnations", cluster.incarnation(i)},

@@ -18,6 +18,7 @@ data_handle slot_store::add_slot(slot s, time_point now,
                                  std::optional<duration> ttl) {
   auto id = next_slot_id_++;
   staged_bytes_ += s.len;
+  s.staged_at = now;
   if (ttl) {
     s.expires_at = now + *ttl;
     ++deadline_count_;
@@ -439,6 +440,39 @@ bool slot_store::has_deadlines() const {
 
 slot_store::stats slot_store::current_stats() const {
   return stats{slots_.size(), staged_bytes_, lease_count_, transfers_.size()};
+}
+
+std::vector<slot_store::slot_summary> slot_store::oldest_slots(time_point now,
+                                                               size_t max) const {
+  std::vector<slot_summary> out;
+  out.reserve(slots_.size());
+  for (const auto& [id, s] : slots_) {
+    slot_summary d;
+    d.handle = data_handle{worker_id_, id};
+    d.bytes = s.len;
+    d.refcount = s.refcount;
+    d.leases = s.leases.size();
+    for (const auto& [lease_id, l] : s.leases) {
+      if (l.deadline_period == duration::zero())
+        ++d.held_leases;
+      if (l.rdma)
+        ++d.rdma_leases;
+    }
+    d.addressed_to = s.addressed_to;
+    d.pinned = s.pinned != nullptr;
+    d.age = now - s.staged_at;
+    if (s.expires_at)
+      d.expires_in = *s.expires_at - now;
+    out.push_back(d);
+  }
+  auto older = [](const slot_summary& a, const slot_summary& b) { return a.age > b.age; };
+  if (out.size() > max) {
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(max), out.end(), older);
+    out.resize(max);
+  } else {
+    std::sort(out.begin(), out.end(), older);
+  }
+  return out;
 }
 
 } // namespace ferry

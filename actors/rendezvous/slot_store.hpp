@@ -72,6 +72,20 @@ public:
     uint64_t transfers = 0;
   };
 
+  /// One slot as `ferry stat` shows it: what keeps it, and for how long.
+  struct slot_summary {
+    data_handle handle;
+    uint64_t bytes = 0;
+    uint64_t refcount = 0;      // references left (0: only leases keep it)
+    uint64_t leases = 0;
+    uint64_t held_leases = 0;   // leases with no deadline (held after a get)
+    uint64_t rdma_leases = 0;
+    uint64_t addressed_to = 0;  // the holder it was staged for (0: any)
+    bool pinned = false;
+    duration age{};
+    std::optional<duration> expires_in; // its time-to-live left
+  };
+
   struct sweep_result {
     uint64_t leases_expired = 0;     // chunked leases ended by their deadline
     uint64_t rdma_leases_reaped = 0; // RDMA leases force-released
@@ -202,6 +216,9 @@ public:
 
   stats current_stats() const;
 
+  /// The `max` oldest slots, oldest first (a slot that lingers shows here).
+  std::vector<slot_summary> oldest_slots(time_point now, size_t max) const;
+
 private:
   struct lease {
     uint64_t transfer_id = 0; // 0 for an RDMA lease or a held one
@@ -226,6 +243,7 @@ private:
     std::optional<time_point> expires_at; // time-to-live
     std::set<uint64_t> get_readers; // holders whose GET may still read it
     uint64_t addressed_to = 0;      // the one holder it was staged for (0: any)
+    time_point staged_at{};
   };
 
   struct transfer {

@@ -504,6 +504,31 @@ TEST_F(SlotStore, AddressingAGoneSlotOrThisNodeIsRefused) {
   EXPECT_EQ(store.drop_holder(7).copies, 0u);
 }
 
+TEST_F(SlotStore, TheOldestSlotsSayWhatKeepsEach) {
+  auto old_copy = store.register_data(bytes_of(10), t0, 60s);
+  ASSERT_FALSE(store.address_to(old_copy, 7));
+  auto read = store.register_data(bytes_of(20), t0 + 1s);
+  ASSERT_TRUE(store.acquire(read, t0 + 1s, 0ms, 9)); // no deadline
+  ASSERT_TRUE(store.acquire(read, t0 + 1s, 5s, 9));
+  (void) store.register_data(bytes_of(30), t0 + 2s);
+
+  auto shown = store.oldest_slots(t0 + 10s, 2);
+  ASSERT_EQ(shown.size(), 2u);
+  EXPECT_EQ(shown[0].handle, old_copy);
+  EXPECT_EQ(shown[0].bytes, 10u);
+  EXPECT_EQ(shown[0].refcount, 1u);
+  EXPECT_EQ(shown[0].addressed_to, 7u);
+  EXPECT_EQ(shown[0].age, 10s);
+  ASSERT_TRUE(shown[0].expires_in);
+  EXPECT_EQ(*shown[0].expires_in, 50s);
+  EXPECT_EQ(shown[1].handle, read);
+  EXPECT_EQ(shown[1].leases, 2u);
+  EXPECT_EQ(shown[1].held_leases, 1u);
+  EXPECT_EQ(shown[1].addressed_to, 0u);
+  EXPECT_FALSE(shown[1].expires_in);
+  EXPECT_EQ(store.oldest_slots(t0 + 10s, 8).size(), 3u);
+}
+
 TEST_F(SlotStore, ADemotionCopyHandedBackLateChangesNothingItShouldNot) {
   byte_buffer backing(4096);
   auto block = block_over(backing);
