@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <string>
 
 #include <caf/actor.hpp>
@@ -20,6 +21,8 @@
 
 namespace ferry {
 
+class lost_peers; // actors/cluster/lost_peers.hpp
+
 struct node_context {
   uint64_t worker_id = 0;
   owner_actor owner;
@@ -27,6 +30,8 @@ struct node_context {
   // Named handlers: calls to other nodes' handlers, and binding this node's
   // own (actors/messenger/messenger_interface.hpp).
   caf::actor messenger;
+  // The peers this node lost: its gateway writes it, its hellos tell it.
+  std::shared_ptr<lost_peers> lost;
   std::chrono::milliseconds request_timeout{10000};  // one request
   std::chrono::milliseconds transfer_timeout{300000}; // one whole transfer
 

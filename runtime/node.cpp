@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster/gateway.hpp"
+#include "actors/cluster/lost_peers.hpp"
 #include "actors/messenger/messenger_metrics.hpp"
 #include "actors/rdma/rdma_metrics.hpp"
 #include "actors/rendezvous/consumer_metrics.hpp"
@@ -220,6 +221,10 @@ peer_hello node::hello() const {
   // frames to this node (the peer's gateway answers with its own).
   if (engine_ && engine_.control_channel())
     mine.capabilities.push_back(control_token_capability(fresh_control_token()));
+  // The peers this node lost, which may not know (actors/cluster/lost_peers.hpp).
+  if (ctx_ && ctx_->lost)
+    if (auto lost = ctx_->lost->capability())
+      mine.capabilities.push_back(std::move(*lost));
   mine.ucx_address = ucx_address_;
   mine.host = cfg_.advertised_host();
   mine.port = published_port_->load();

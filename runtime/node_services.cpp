@@ -11,6 +11,7 @@
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster/gateway.hpp"
+#include "actors/cluster/lost_peers.hpp"
 #include "actors/cluster/membership.hpp"
 #include "actors/cluster/tcp_probe.hpp"
 #include "actors/messenger/messenger.hpp"
@@ -64,6 +65,7 @@ void node::wire_services(worker_registry workers) {
   ctx_->worker_id = worker_id_;
   ctx_->request_timeout = cfg_.request_timeout();
   ctx_->transfer_timeout = cfg_.transfer_timeout();
+  ctx_->lost = std::make_shared<lost_peers>();
   copier_ = spawn_bulk_copier(*sys_, 2);
   auto directory = std::make_shared<peer_directory>();
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),

@@ -13,7 +13,9 @@
 #include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
 
+#include "actors/cluster/lost_peers.hpp"
 #include "actors/cluster/probe_runner.hpp"
+#include "actors/messenger/messenger_interface.hpp"
 #include "actors/rdma/rdma_metrics.hpp"
 #include "rdma/control_channel_choice.hpp"
 #include "rdma/failure_reports_choice.hpp"
@@ -142,7 +144,9 @@ void add_peer(gateway_ptr self, peer_hello peer) {
   if (peer.worker_id == self->state.params.identity.worker_id || !peer.gateway)
     return;
   // A hello's token is for this exchange only: not kept, not shown.
-  peer.capabilities = shown_capabilities(peer.capabilities);
+  peer.capabilities = without_lost(shown_capabilities(peer.capabilities));
+  if (const auto& lost = self->state.params.node->lost)
+    lost->back(peer.worker_id);
   self->state.control_ready.erase(peer.worker_id); // until this hello's tokens are in
   auto [i, added] = self->state.peers.insert_or_assign(peer.worker_id, peer);
   if (added) {
@@ -172,6 +176,54 @@ void add_peer(gateway_ptr self, peer_hello peer) {
   update_channel_gauge(self);
 }
 
+/// Ends everything of the peer at `i` on this node (its UCX keys, its
+/// leases and the copies staged for it, the messenger's calls and streams
+/// with it) and drops it from the peer table. Membership hears of a peer
+/// that `left` (it dials it again); one whose hello ended its old session
+/// is registered again at once.
+void forget_peer(gateway_ptr self, std::map<uint64_t, peer_hello>::iterator i, bool left) {
+  auto wid = i->first;
+  auto node = i->second.gateway.node();
+  // Its unpacked keys (and the mappings of its memory) go with it.
+  const auto& engine = self->state.params.engine;
+  // Urgent: ahead of GETs queued for it, none of which may unpack
+  // a key of memory that went with its process (UCX 1.13 crashes on
+  // a shared-memory key it cannot attach: docs/known-issues.md).
+  if (engine && self->state.ucx_peers.count(wid) > 0) {
+    caf::anon_send<caf::message_priority::high>(engine.actor(), ucx_forget_atom::value, wid);
+    engine.wake();
+  }
+  if (auto& dir = self->state.params.directory)
+    dir->erase(wid);
+  // Its leases on our owner end with it, and the messenger's calls to it.
+  const auto& ctx = *self->state.params.node;
+  self->send(ctx.owner, peer_down_atom::value, node);
+  if (ctx.messenger)
+    self->send(caf::actor_cast<messenger_actor>(ctx.messenger), peer_down_atom::value, node);
+  if (auto& m = self->state.params.membership; m && left)
+    caf::anon_send(m, peer_down_atom::value, wid);
+  self->state.ucx_peers.erase(wid);
+  self->state.control_peers.erase(wid);
+  self->state.control_ready.erase(wid);
+  self->state.pending_token_out.erase(wid);
+  self->state.peers.erase(i);
+  update_channel_gauge(self);
+}
+
+/// A registered peer whose hello says it lost this node ended everything
+/// it had with us, though our side of the connection held: its old
+/// session ends here too, before the new one is registered.
+void end_session_it_lost(gateway_ptr self, const peer_hello& peer) {
+  if (!says_it_lost(peer.capabilities, self->state.params.identity.worker_id))
+    return;
+  auto i = self->state.peers.find(peer.worker_id);
+  if (i == self->state.peers.end())
+    return;
+  spdlog::warn("peer {:016x} had lost this node: its leases, copies and calls from before end",
+               peer.worker_id);
+  forget_peer(self, i, false);
+}
+
 nlohmann::json describe_peer(const peer_hello& p) {
   return {{"worker_id", p.worker_id},
           {"incarnation", p.incarnation},
@@ -188,29 +240,9 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       if (i->second.gateway.address() == dm.source) {
         spdlog::log(i->second.port == 0 ? spdlog::level::debug : spdlog::level::warn,
                     "peer {:016x} left ({})", i->first, to_string(dm.reason));
-        // Its unpacked keys (and the mappings of its memory) go with it.
-        const auto& engine = self->state.params.engine;
-        // Urgent: ahead of GETs queued for it, none of which may unpack
-        // a key of memory that went with its process (UCX 1.13 crashes on
-        // a shared-memory key it cannot attach: docs/known-issues.md).
-        if (engine && self->state.ucx_peers.count(i->first) > 0) {
-          caf::anon_send<caf::message_priority::high>(engine.actor(),
-                                                      ucx_forget_atom::value, i->first);
-          engine.wake();
-        }
-        if (auto& dir = self->state.params.directory)
-          dir->erase(i->first);
-        // Its leases on our owner end with it.
-        self->send(self->state.params.node->owner, peer_down_atom::value,
-                   dm.source.node());
-        if (auto& m = self->state.params.membership)
-          caf::anon_send(m, peer_down_atom::value, i->first);
-        self->state.ucx_peers.erase(i->first);
-        self->state.control_peers.erase(i->first);
-        self->state.control_ready.erase(i->first);
-        self->state.pending_token_out.erase(i->first);
-        peers.erase(i);
-        update_channel_gauge(self);
+        if (const auto& lost = self->state.params.node->lost)
+          lost->lost(i->first); // our next hello to it says so
+        forget_peer(self, i, true);
         return;
       }
     }
@@ -243,8 +275,13 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
                           "hello: the gateway must be on the sender's node");
       }
       auto token_out = control_token_of(peer.capabilities);
+      const auto& lost = self->state.params.node->lost;
+      bool we_lost_it = lost && lost->is_lost(peer.worker_id);
+      end_session_it_lost(self, peer);
       add_peer(self, peer);
       auto mine = own_hello(self);
+      if (we_lost_it) // it may not know: its old session with us ends
+        mine.capabilities.push_back(lost_capability(peer.worker_id));
       if (!token_out || !serves_channel(self))
         return mine;
       // The channel: our engine takes the peer's frames before the peer
@@ -266,6 +303,7 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       if (auto err = check_hello(peer))
         return err;
       auto token_out = control_token_of(peer.capabilities);
+      end_session_it_lost(self, peer);
       add_peer(self, peer);
       if (!token_out || token_in == 0 || !serves_channel(self))
         return caf::ok_atom::value;

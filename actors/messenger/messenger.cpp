@@ -15,14 +15,12 @@ namespace ferry::messenger_impl {
 
 namespace {
 
-void on_down(messenger_ptr self, const caf::down_msg& dm) {
+/// Fails every call to `peer` and every stream with it (the peer's
+/// messenger went away, or the session with its node ended).
+void fail_peer(messenger_ptr self, const caf::actor_addr& peer, const std::string& why) {
   auto& st = self->state;
-  st.handlers.forget_actor(dm.source);
-  if (st.monitored.erase(dm.source) == 0)
-    return;
-  auto why = "the peer's messenger went down (" + to_string(dm.reason) + ")";
   for (auto i = st.calls.begin(); i != st.calls.end();) {
-    if (i->second.peer == dm.source) {
+    if (i->second.peer == peer) {
       auto fail = std::move(i->second.fail);
       i = st.calls.erase(i);
       fail(make_error(errc::peer_down, why));
@@ -32,12 +30,12 @@ void on_down(messenger_ptr self, const caf::down_msg& dm) {
   }
   std::vector<uint64_t> failing;
   for (auto& [id, s] : st.inbound)
-    if (s.producer.address() == dm.source)
+    if (s.producer.address() == peer)
       failing.push_back(id);
   for (auto id : failing)
     fail_inbound(self, id, why, false);
   for (auto i = st.outbound.begin(); i != st.outbound.end();) {
-    if (i->second.consumer.address() == dm.source) {
+    if (i->second.consumer.address() == peer) {
       unstage_items(self, i->second);
       i = st.outbound.erase(i);
     } else {
@@ -45,6 +43,31 @@ void on_down(messenger_ptr self, const caf::down_msg& dm) {
     }
   }
   update_stream_gauge(self);
+}
+
+void on_down(messenger_ptr self, const caf::down_msg& dm) {
+  auto& st = self->state;
+  st.handlers.forget_actor(dm.source);
+  if (st.monitored.erase(dm.source) == 0)
+    return;
+  fail_peer(self, dm.source, "the peer's messenger went down (" + to_string(dm.reason) + ")");
+}
+
+/// The gateway's word that the session with `node` ended: every peer
+/// messenger watched there is done with.
+void on_peer_down(messenger_ptr self, const caf::node_id& node) {
+  const auto& sender = self->current_sender();
+  if (!sender || sender->node() != self->node())
+    return;
+  std::vector<caf::actor_addr> gone;
+  for (const auto& addr : self->state.monitored)
+    if (addr.node() == node)
+      gone.push_back(addr);
+  for (const auto& addr : gone) {
+    self->state.monitored.erase(addr); // watched again if it is used again
+    self->demonitor(addr);
+    fail_peer(self, addr, "the session with the peer's node ended");
+  }
 }
 
 template <class Promise>
@@ -240,6 +263,7 @@ messenger_actor::behavior_type messenger_behavior(messenger_ptr self,
         return make_error(errc::invalid_argument, err);
       return caf::ok_atom::value;
     },
+    [=](peer_down_atom, const caf::node_id& node) { on_peer_down(self, node); },
     [=](unbind_atom, const std::string& name) {
       return self->state.handlers.unbind(name);
     },

@@ -42,6 +42,10 @@ using messenger_actor = caf::typed_actor<
   caf::replies_to<bind_atom, std::string, messenger::stream_function_ptr>::with<
     caf::ok_atom>,
   caf::replies_to<unbind_atom, std::string>::with<bool>,
+  // From this node's gateway: the node went away, or its hello said it had
+  // lost this node (its side ended everything): calls to it and streams
+  // with it fail now. Ignored from any other node.
+  caf::reacts_to<peer_down_atom, caf::node_id>,
   // -- peers' messengers ----------------------------------------------------------
   caf::reacts_to<wire_send_atom, messenger::envelope>,
   caf::replies_to<wire_call_atom, messenger::envelope>::with<messenger::envelope>,

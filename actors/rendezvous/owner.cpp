@@ -65,6 +65,32 @@ slot_store::time_point now(owner_ptr self) {
   return self->clock().now();
 }
 
+/// The few oldest slots, with what keeps each: a slot that lingers after
+/// its work shows here in `ferry stat` (and in the soak's violations).
+nlohmann::json describe_oldest_slots(owner_ptr self) {
+  constexpr size_t shown = 4;
+  auto ms = [](auto d) {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
+  };
+  auto out = nlohmann::json::array();
+  for (const auto& d : self->state.store.oldest_slots(now(self), shown)) {
+    nlohmann::json j{{"handle", to_string(d.handle)},
+                     {"bytes", d.bytes},
+                     {"refs", d.refcount},
+                     {"leases", d.leases},
+                     {"held_leases", d.held_leases},
+                     {"rdma_leases", d.rdma_leases},
+                     {"pinned", d.pinned},
+                     {"age_ms", ms(d.age)}};
+    if (d.addressed_to != 0)
+      j["addressed_to_holder"] = d.addressed_to;
+    if (d.expires_in)
+      j["expires_in_ms"] = ms(*d.expires_in);
+    out.push_back(std::move(j));
+  }
+  return out;
+}
+
 void update_gauges(owner_ptr self) {
   auto* m = self->state.metrics;
   if (!m)
@@ -950,7 +976,11 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       one_done(false); // the loop's own count
       return rp;
     },
-    [=](peer_down_atom, const caf::node_id& node) { drop_node(self, node); },
+    [=](peer_down_atom, const caf::node_id& node) {
+      const auto& sender = self->current_sender();
+      if (sender && sender->node() == self->node()) // the gateway's word only
+        drop_node(self, node);
+    },
     [=](sweep_atom) -> bool {
       auto result = self->state.store.sweep(now(self));
       if (auto* m = self->state.metrics) {
@@ -970,6 +1000,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
     [=](stat_atom) -> std::string {
       auto s = self->state.store.current_stats();
       return nlohmann::json{{"slots", s.slots},
+                            {"oldest_slots", describe_oldest_slots(self)},
                             {"staged_bytes", s.staged_bytes},
                             {"leases", s.leases},
                             {"transfers", s.transfers},

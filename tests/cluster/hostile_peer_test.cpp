@@ -21,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "actors/cluster/gateway_interface.hpp"
+#include "actors/cluster/lost_peers.hpp"
 #include "actors/rendezvous/owner_interface.hpp"
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/errors.hpp"
@@ -478,6 +479,50 @@ struct HostileRdmaOwner : HostileOwner {
 #endif
 
 } // namespace
+
+// A peer whose hello says it lost this node (it saw the connection go and
+// ended everything, while this node's side held) ends its old session
+// here: its leases go; a hello that does not say so changes nothing.
+TEST_F(HostileConsumer, AHelloSayingItLostThisNodeEndsItsLeasesFromBefore) {
+  auto a = stage(2 * 512 * 1024);
+  rv_acquire_request acq;
+  acq.handle = a;
+  acq.lease_ms = 0; // no deadline: only this peer, or its going, ends it
+  ASSERT_TRUE(call<std::string>(rv_acquire_atom::value, encode(acq)));
+  ASSERT_EQ(owner_stat()["leases"], 1);
+
+  auto hello = [&](std::vector<std::string> caps) {
+    peer_hello mine;
+    mine.worker_id = 0xbadbadbad;
+    mine.gateway = dummy;
+    mine.owner = dummy;
+    mine.capabilities = std::move(caps);
+    peer_hello theirs;
+    self->request(gateway, 10s, hello_atom::value, mine)
+      .receive([&](peer_hello& h) { theirs = std::move(h); },
+               [&](caf::error& err) { ADD_FAILURE() << sys.render(err); });
+    return theirs;
+  };
+  auto node_id = hello({}).worker_id;
+  ASSERT_NE(node_id, 0u);
+  EXPECT_EQ(owner_stat()["leases"], 1); // a hello again: the session holds
+  hello({lost_capability(node_id + 1)});
+  EXPECT_EQ(owner_stat()["leases"], 1); // another node lost: not ours
+
+  hello({"chunked", lost_capability(node_id)});
+  nlohmann::json o;
+  for (int i = 0; i < 200; ++i) { // the owner hears it from the gateway
+    o = owner_stat();
+    if (o["leases"] == 0)
+      break;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_EQ(o["leases"], 0);
+  EXPECT_EQ(o["slots"], 1); // the stager's reference stays
+  // The new session works: a lease taken now is this peer's.
+  ASSERT_TRUE(call<std::string>(rv_acquire_atom::value, encode(acq)));
+  EXPECT_EQ(owner_stat()["leases"], 1);
+}
 
 TEST_F(HostileOwner, LiesAboutSizesAndChunksFailTheGetCleanly) {
   blocking_client client{local};
