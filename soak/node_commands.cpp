@@ -261,6 +261,23 @@ std::string stat(node& n) {
   out["registered_bytes"] = gauge_sum(n, "ferry_rdma_registered_bytes");
   out["live_regions"] = gauge_sum(n, "ferry_rdma_live_regions");
   out["abandoned_gets"] = gauge_sum(n, "ferry_ucx_abandoned_gets");
+  // The engine's: what abandoned GETs and the kept GET destinations hold.
+  out["abandoned_bytes"] = 0;
+  out["warm_destination_bytes"] = 0;
+  if (const auto& engine = n.ucx_engine()) {
+    caf::scoped_actor self{n.system()};
+    self->request(engine.actor(), std::chrono::seconds{10}, stat_atom::value)
+      .receive(
+        [&](std::string& text) {
+          auto e = nlohmann::json::parse(text, nullptr, false);
+          if (!e.is_object())
+            return;
+          out["abandoned_bytes"] = e.value("abandoned_bytes", uint64_t{0});
+          if (e.contains("warm_destination"))
+            out["warm_destination_bytes"] = e["warm_destination"].value("held_bytes", uint64_t{0});
+        },
+        [](caf::error&) {});
+  }
   out["fetches_in_flight"] = gauge_sum(n, "ferry_messenger_fetches_in_flight");
   out["streams"] = gauge_sum(n, "ferry_messenger_streams");
   return "ok " + out.dump();

@@ -487,6 +487,15 @@ struct engine {
     return changed;
   }
 
+  /// The registered bytes abandoned GETs' destinations hold (UCX still
+  /// owns them).
+  uint64_t abandoned_bytes() const {
+    uint64_t n = 0;
+    for (const auto& g : abandoned)
+      n += g.dest ? g.dest->size() : 0;
+    return n;
+  }
+
   /// Drops abandoned GETs that UCX finished at last (their destinations
   /// return), and closes endpoints they kept open.
   void reap_abandoned() {
@@ -606,6 +615,7 @@ struct engine {
        control ? nlohmann::json::parse(control->stat()) : nlohmann::json(nullptr)},
       {"gets_in_flight", gets.size()},
       {"gets_abandoned", abandoned.size()},
+      {"abandoned_bytes", abandoned_bytes()},
       {"endpoints",
        {{"open", endpoints.size() + retired.size()},
         {"created", endpoints_created},

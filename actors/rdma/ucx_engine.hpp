@@ -147,7 +147,8 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///     answer to a peer's call (actors/rendezvous/owner_interface.hpp)
 ///   (stat_atom) -> std::string  JSON: control_channel (null when off), rkey_cache {hits, unpacks, evictions,
 ///     invalidations, entries, bytes}, warm_destination {kept, reused,
-///     dropped, held_bytes}, gets_in_flight, gets_abandoned, endpoints
+///     dropped, held_bytes}, gets_in_flight, gets_abandoned, abandoned_bytes
+///     (their destinations' registered bytes), endpoints
 ///     {open, created, eager_wireups, wireups_pending, idle_timeout_ms,
 ///     closed {idle, peer_down, goodbye, shutdown, quarantine}}, fences_waiting
 struct ucx_engine_start {
