@@ -261,6 +261,19 @@ std::string stat(node& n) {
   out["registered_bytes"] = gauge_sum(n, "ferry_rdma_registered_bytes");
   out["live_regions"] = gauge_sum(n, "ferry_rdma_live_regions");
   out["abandoned_gets"] = gauge_sum(n, "ferry_ucx_abandoned_gets");
+  // The arena pool's: arenas mapped, callers' regions registered, blocks out.
+  out["pool"] = nlohmann::json::object();
+  if (auto pool = n.arena_pool()) {
+    caf::scoped_actor self{n.system()};
+    self->request(pool, std::chrono::seconds{10}, stat_atom::value)
+      .receive(
+        [&](std::string& text) {
+          auto p = nlohmann::json::parse(text, nullptr, false);
+          if (p.is_object())
+            out["pool"] = std::move(p);
+        },
+        [](caf::error&) {});
+  }
   // The engine's: what abandoned GETs and the kept GET destinations hold.
   out["abandoned_bytes"] = 0;
   out["warm_destination_bytes"] = 0;

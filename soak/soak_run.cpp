@@ -173,6 +173,8 @@ int run_soak(soak_options opts) {
       };
       held += "; live regions " + count("live_regions") + ", abandoned GETs "
               + count("abandoned_gets") + " (" + count("abandoned_bytes") + " bytes)";
+      if (s && s->contains("pool"))
+        held += ", arena pool " + (*s)["pool"].dump();
       ledger.add_violation("node " + std::to_string(i) + " is not back at its idle baseline "
                            + std::to_string(opts.settle.count()) + " s after the run: " + held);
     }
