@@ -1,41 +1,14 @@
 #include "protocol/data_handle.hpp"
 
-#include <cstdio>
 
+#include "protocol/hex64.hpp"
 #include "protocol/json_fields.hpp"
 
 namespace ferry {
 
 std::string to_string(const data_handle& h) {
-  char buf[40];
-  std::snprintf(buf, sizeof(buf), "%016llx-%016llx",
-                static_cast<unsigned long long>(h.hi),
-                static_cast<unsigned long long>(h.lo));
-  return buf;
+  return hex64(h.hi) + "-" + hex64(h.lo);
 }
-
-namespace {
-
-std::optional<uint64_t> parse_hex64(std::string_view s) {
-  if (s.size() != 16)
-    return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d;
-    if (c >= '0' && c <= '9')
-      d = c - '0';
-    else if (c >= 'a' && c <= 'f')
-      d = c - 'a' + 10;
-    else if (c >= 'A' && c <= 'F')
-      d = c - 'A' + 10;
-    else
-      return std::nullopt;
-    v = (v << 4) | static_cast<uint64_t>(d);
-  }
-  return v;
-}
-
-} // namespace
 
 std::optional<data_handle> parse_data_handle(std::string_view text) {
   if (text.size() != 33 || text[16] != '-')

@@ -1,8 +1,9 @@
 #include "rdma/control_channel_choice.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <random>
+
+#include "protocol/hex64.hpp"
 
 namespace ferry {
 
@@ -64,9 +65,7 @@ bool is_token_capability(const std::string& c) {
 } // namespace
 
 std::string control_token_capability(uint64_t token) {
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(token));
-  return std::string{token_prefix} + hex;
+  return std::string{token_prefix} + hex64(token);
 }
 
 std::optional<uint64_t> control_token_of(const std::vector<std::string>& caps) {

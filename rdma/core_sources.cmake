@@ -11,3 +11,5 @@ add_library(ferry_rdma_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/region_registry.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rkey_preparse.cpp)
 ferry_public_includes(ferry_rdma_core)
+# 64-bit ids in text (protocol/hex64.hpp): capabilities and machine tokens.
+target_link_libraries(ferry_rdma_core PUBLIC ferry_protocol)

@@ -2,9 +2,10 @@
 
 #include <unistd.h>
 
-#include <cstdio>
 #include <fstream>
 #include <functional>
+
+#include "protocol/hex64.hpp"
 
 namespace ferry {
 
@@ -27,9 +28,7 @@ std::string this_machine_token() {
   std::string boot_id;
   std::ifstream{"/proc/sys/kernel/random/boot_id"} >> boot_id;
   auto h = std::hash<std::string>{}(std::string{host} + '/' + boot_id);
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return hex;
+  return hex64(h);
 }
 
 std::string shared_memory_capability(std::string_view machine_token) {

@@ -233,6 +233,23 @@ double gauge_sum(node& n, const std::string& family) {
   return sum;
 }
 
+/// The JSON stat an actor of `n` answers (the arena pool, the UCX
+/// engine); an empty object when it does not answer in time.
+template <class Handle>
+nlohmann::json stat_of(node& n, const Handle& actor) {
+  auto out = nlohmann::json::object();
+  caf::scoped_actor self{n.system()};
+  self->request(actor, std::chrono::seconds{10}, stat_atom::value)
+    .receive(
+      [&](std::string& text) {
+        auto j = nlohmann::json::parse(text, nullptr, false);
+        if (j.is_object())
+          out = std::move(j);
+      },
+      [](caf::error&) {});
+  return out;
+}
+
 std::string stat(node& n) {
   blocking_client client{n};
   auto text = client.stat(n.gateway());
@@ -262,35 +279,13 @@ std::string stat(node& n) {
   out["live_regions"] = gauge_sum(n, "ferry_rdma_live_regions");
   out["abandoned_gets"] = gauge_sum(n, "ferry_ucx_abandoned_gets");
   // The arena pool's: arenas mapped, callers' regions registered, blocks out.
-  out["pool"] = nlohmann::json::object();
-  if (auto pool = n.arena_pool()) {
-    caf::scoped_actor self{n.system()};
-    self->request(pool, std::chrono::seconds{10}, stat_atom::value)
-      .receive(
-        [&](std::string& text) {
-          auto p = nlohmann::json::parse(text, nullptr, false);
-          if (p.is_object())
-            out["pool"] = std::move(p);
-        },
-        [](caf::error&) {});
-  }
+  out["pool"] = n.arena_pool() ? stat_of(n, n.arena_pool()) : nlohmann::json::object();
   // The engine's: what abandoned GETs and the kept GET destinations hold.
-  out["abandoned_bytes"] = 0;
-  out["warm_destination_bytes"] = 0;
-  if (const auto& engine = n.ucx_engine()) {
-    caf::scoped_actor self{n.system()};
-    self->request(engine.actor(), std::chrono::seconds{10}, stat_atom::value)
-      .receive(
-        [&](std::string& text) {
-          auto e = nlohmann::json::parse(text, nullptr, false);
-          if (!e.is_object())
-            return;
-          out["abandoned_bytes"] = e.value("abandoned_bytes", uint64_t{0});
-          if (e.contains("warm_destination"))
-            out["warm_destination_bytes"] = e["warm_destination"].value("held_bytes", uint64_t{0});
-        },
-        [](caf::error&) {});
-  }
+  auto engine = n.ucx_engine() ? stat_of(n, n.ucx_engine().actor()) : nlohmann::json::object();
+  out["abandoned_bytes"] = engine.value("abandoned_bytes", uint64_t{0});
+  out["warm_destination_bytes"] =
+    engine.contains("warm_destination") ? engine["warm_destination"].value("held_bytes", uint64_t{0})
+                                        : 0;
   out["fetches_in_flight"] = gauge_sum(n, "ferry_messenger_fetches_in_flight");
   out["streams"] = gauge_sum(n, "ferry_messenger_streams");
   return "ok " + out.dump();

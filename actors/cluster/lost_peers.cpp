@@ -1,38 +1,15 @@
 #include "actors/cluster/lost_peers.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <string_view>
+
+#include "protocol/hex64.hpp"
 
 namespace ferry {
 
 namespace {
 
 constexpr std::string_view prefix = "lost:";
-constexpr size_t hex_digits = 16;
-
-std::string hex(uint64_t id) {
-  char text[hex_digits + 1];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(id));
-  return text;
-}
-
-/// 16 lower- or upper-case hex digits, or none.
-std::optional<uint64_t> parse_hex(std::string_view s) {
-  if (s.size() != hex_digits)
-    return std::nullopt;
-  uint64_t v = 0;
-  for (char c : s) {
-    int d = c >= '0' && c <= '9' ? c - '0'
-            : c >= 'a' && c <= 'f' ? c - 'a' + 10
-            : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                   : -1;
-    if (d < 0)
-      return std::nullopt;
-    v = v << 4 | static_cast<uint64_t>(d);
-  }
-  return v;
-}
 
 bool is_lost_capability(const std::string& c) {
   return c.compare(0, prefix.size(), prefix) == 0;
@@ -64,12 +41,12 @@ std::optional<std::string> lost_peers::capability() const {
     return std::nullopt;
   std::string out{prefix};
   for (size_t i = 0; i < ids_.size(); ++i)
-    out += (i == 0 ? "" : ",") + hex(ids_[i]);
+    out += (i == 0 ? "" : ",") + hex64(ids_[i]);
   return out;
 }
 
 std::string lost_capability(uint64_t worker_id) {
-  return std::string{prefix} + hex(worker_id);
+  return std::string{prefix} + hex64(worker_id);
 }
 
 bool says_it_lost(const std::vector<std::string>& capabilities, uint64_t me) {
@@ -80,7 +57,7 @@ bool says_it_lost(const std::vector<std::string>& capabilities, uint64_t me) {
     rest.remove_prefix(prefix.size());
     while (!rest.empty()) {
       auto comma = rest.find(',');
-      auto id = parse_hex(rest.substr(0, comma));
+      auto id = parse_hex64(rest.substr(0, comma));
       if (!id)
         return false; // malformed: names nobody
       if (*id == me)

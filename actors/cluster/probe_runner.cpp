@@ -1,6 +1,5 @@
 #include "actors/cluster/probe_runner.hpp"
 
-#include <cstdio>
 
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -8,16 +7,11 @@
 #include <nlohmann/json.hpp>
 
 #include "protocol/checksum.hpp"
+#include "protocol/hex64.hpp"
 
 namespace ferry {
 
 namespace {
-
-std::string hex64(uint64_t v) {
-  char text[17];
-  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(v));
-  return text;
-}
 
 probe_runner_actor::behavior_type probe_runner(probe_runner_actor::pointer self,
                                                consumer_service_actor consumer,

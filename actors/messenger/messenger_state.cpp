@@ -1,13 +1,13 @@
 #include "actors/messenger/messenger_state.hpp"
 
 #include <algorithm>
-#include <cstdio>
 
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 
 #include "actors/messenger/messenger_metrics.hpp"
 #include "protocol/errors.hpp"
+#include "protocol/hex64.hpp"
 
 namespace ferry::messenger_impl {
 
@@ -40,9 +40,7 @@ caf::expected<caf::actor> messenger_of(messenger_ptr self, uint64_t node) {
   if (p.peers)
     if (auto e = p.peers->find(node); e && e->messenger)
       return e->messenger;
-  char id[17];
-  std::snprintf(id, sizeof id, "%016llx", static_cast<unsigned long long>(node));
-  return make_error(errc::unknown_owner, std::string{"node "} + id
+  return make_error(errc::unknown_owner, "node " + hex64(node)
                                            + " is not a connected peer of this node");
 }
 
@@ -91,11 +89,9 @@ void count_call(messenger_ptr self, const std::string& name, bool known,
 }
 
 caf::error unknown_handler(messenger_ptr self, const std::string& name) {
-  char id[17];
-  std::snprintf(id, sizeof id, "%016llx",
-                static_cast<unsigned long long>(self->state.p.worker_id));
   return make_error(errc::unknown_handler, "no handler '" + name
-                                             + "' is bound on node " + id);
+                                             + "' is bound on node "
+                                             + hex64(self->state.p.worker_id));
 }
 
 } // namespace ferry::messenger_impl
