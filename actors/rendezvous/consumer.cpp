@@ -37,6 +37,7 @@ struct consumer_state {
   owner_actor owner;
   owner_route route; // how calls reach it: CAF requests or the control channel
   caf::actor_addr caller; // who asked for this get (monitored)
+  bool caller_gone = false; // it went while the owner was looked up
   caf::response_promise rp;
   bool single_use = false; // fetch: the bytes only, the handle released
   bool probing = false;    // probe: the reply also names the path taken
@@ -431,6 +432,12 @@ void on_owner(consumer_ptr self, owner_route route, bool ucx_peer) {
   auto& st = self->state;
   if (st.done)
     return;
+  // A caller gone before its owner was found: no acquire, so no lease that
+  // would be delivered to nobody.
+  if (st.caller_gone)
+    return fail(self, make_error(errc::timeout, "the caller of the get of "
+                                                  + to_string(st.handle)
+                                                  + " went away"));
   st.owner = route.owner;
   st.route = std::move(route);
   self->monitor(st.owner);
@@ -467,12 +474,16 @@ void start(consumer_ptr self, const data_handle& h) {
   }
   self->set_down_handler([=](caf::down_msg& dm) {
     auto& st = self->state;
-    if (st.done || !st.rules)
+    if (st.done)
       return;
-    if (dm.source == st.owner.address())
+    if (st.caller && dm.source == st.caller) {
+      if (!st.rules) // no transfer yet: none starts (on_owner)
+        st.caller_gone = true;
+      else
+        apply(self, st.rules->on_caller_gone());
+    } else if (st.rules && dm.source == st.owner.address()) {
       apply(self, st.rules->on_owner_down(to_string(dm.reason)));
-    else if (st.caller && dm.source == st.caller)
-      apply(self, st.rules->on_caller_gone());
+    }
   });
   find_owner(
     self, st.ctx, h.owner(),

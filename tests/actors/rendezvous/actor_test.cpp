@@ -1,6 +1,7 @@
 // Deterministic actor tests: owner, lease reaper, gateway, consumer service
 // and consumers in one actor system driven by CAF's test coordinator, with
 // virtual time for deadlines.
+#include <algorithm>
 #include <prometheus/counter.h>
 
 #include "protocol/errors.hpp"
@@ -282,6 +283,36 @@ TEST_F(ActorLeaseStalled, ACallerThatGoesAwayTakesItsGetsLeaseBack) {
                                                         metadata_atom::value, h)
                            .values),
             4 * chunk); // the payload stays staged
+}
+
+TEST_F(ActorLease, ACallerGoneWhileItsOwnerIsLookedUpStartsNoTransfer) {
+  auto h = stage(4 * chunk);
+  caf::actor caller = sys.spawn(
+    [=](caf::event_based_actor* self, int) {
+      self->request(ctx->consumer, caf::infinite, get_atom::value, h)
+        .then([](byte_buffer&, uint64_t) { ADD_FAILURE() << "a gone caller got bytes"; },
+              [](caf::error&) {});
+    },
+    0);
+  // Until the consumer asked the gateway for the owner (a local owner is
+  // looked up there, not in the peer directory).
+  auto* gateway = dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(gw));
+  auto asked = [&] {
+    return std::find(sched.jobs.begin(), sched.jobs.end(), gateway) != sched.jobs.end();
+  };
+  for (int i = 0; i < 20 && !asked(); ++i)
+    sched.run_once();
+  ASSERT_TRUE(asked());
+  // The caller goes before the gateway answers: its down message reaches
+  // the consumer ahead of the owner.
+  caf::anon_send_exit(caller, caf::exit_reason::user_shutdown);
+  ASSERT_TRUE(sched.prioritize(caller));
+  sched.run_once();
+  sched.run();
+  // No transfer started, so no lease waits for a caller that is gone.
+  EXPECT_NE(owner_stat().find("\"leases\":0"), std::string::npos) << owner_stat();
+  EXPECT_EQ(cm.gets_failed->Value(), 1);
+  EXPECT_EQ(cm.gets_ok->Value(), 0);
 }
 
 TEST_F(ActorChunked, APayloadOfOneChunkComesWithTheAcquiresAnswer) {
