@@ -232,4 +232,16 @@ size_t arena_pool::live_blocks() const {
   return n;
 }
 
+std::vector<arena_pool::arena_view> arena_pool::arenas(clock_type::time_point now) const {
+  std::vector<arena_view> out;
+  for (auto& [id, a] : arenas_) {
+    arena_view v{id, a.region->size(), a.dedicated, a.blocks.size(), std::nullopt};
+    if (a.empty_since)
+      v.empty_for = std::chrono::duration_cast<std::chrono::milliseconds>(
+        now - *a.empty_since);
+    out.push_back(v);
+  }
+  return out;
+}
+
 } // namespace ferry

@@ -125,6 +125,16 @@ public:
   uint64_t granted_bytes() const;
   size_t arena_count() const { return arenas_.size(); }
   size_t live_blocks() const;
+  /// One arena as `ferry stat` shows it.
+  struct arena_view {
+    uint32_t id = 0;
+    uint64_t bytes = 0;
+    bool dedicated = false;
+    size_t blocks = 0;
+    // How long it has been empty; none while it has blocks (or never had one).
+    std::optional<std::chrono::milliseconds> empty_for;
+  };
+  std::vector<arena_view> arenas(clock_type::time_point now) const;
   /// Registrations made so far (for ferry_rdma_registrations_total).
   uint64_t registrations() const { return registrations_; }
   const arena_pool_config& config() const { return cfg_; }

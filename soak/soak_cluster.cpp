@@ -96,7 +96,11 @@ std::string soak_cluster::launch(int index) {
     "--shutdown-timeout-ms", std::to_string(node_shutdown_timeout.count()),
     // Idle arenas go back after two seconds, so registered memory returns
     // to its idle baseline once traffic stops.
-    "--arena-reclaim-after-ms", "2000", "--retain-arena-bytes", "0"};
+    "--arena-reclaim-after-ms", "2000", "--retain-arena-bytes", "0",
+    // A lease whose get answered a caller that had just given up is known
+    // to nobody; it ends with its RDMA deadline (docs/reliability.md). The
+    // settle bound must cover that deadline, the sweep and the reclaim.
+    "--lease-timeout-ms", std::to_string(node_lease_timeout.count())};
   if (role.small_budget)
     args.insert(args.end(), {"--registered-bytes-budget", std::to_string(small_budget_bytes)});
   if (index == opts_.test_corrupt_node)

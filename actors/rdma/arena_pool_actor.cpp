@@ -176,7 +176,18 @@ arena_pool_actor::behavior_type pool_behavior(pool_ptr self, arena_pool_config c
     },
     [=](stat_atom) -> std::string {
       auto& p = *self->state.pool;
+      auto list = nlohmann::json::array();
+      for (auto& a : p.arenas(arena_pool::clock_type::now())) {
+        nlohmann::json one{{"id", a.id}, {"bytes", a.bytes}, {"blocks", a.blocks}};
+        if (a.dedicated)
+          one["dedicated"] = true;
+        if (a.empty_for)
+          one["empty_for_ms"] = a.empty_for->count();
+        list.push_back(std::move(one));
+      }
       return nlohmann::json{{"arenas", p.arena_count()},
+                            {"arena_list", std::move(list)},
+                            {"reclaim_armed", self->state.reclaim_armed},
                             {"regions", self->state.regions->live()},
                             {"blocks", p.live_blocks()},
                             {"registered_bytes", self->state.budget->used()},

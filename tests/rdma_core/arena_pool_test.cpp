@@ -218,6 +218,30 @@ TEST_F(ArenaPool, ReclaimUnmapsEmptyArenasNewestFirstAndKeepsTheFloor) {
   EXPECT_EQ(budget->used(), 64 * KiB);
 }
 
+TEST_F(ArenaPool, EachArenaSaysItsSizeBlocksAndHowLongItHasBeenEmpty) {
+  auto cfg = small();
+  cfg.reclaim_after = 100ms;
+  auto pool = make(cfg, 1 << 30);
+  auto a = grant(pool.allocate(12 * KiB, true));
+  auto b = grant(pool.allocate(200 * KiB, true)); // dedicated
+  auto t0 = arena_pool::clock_type::now();
+  auto busy = pool.arenas(t0);
+  ASSERT_EQ(busy.size(), 2u);
+  EXPECT_EQ(busy[0].bytes, 64 * KiB);
+  EXPECT_FALSE(busy[0].dedicated);
+  EXPECT_EQ(busy[0].blocks, 1u);
+  EXPECT_FALSE(busy[0].empty_for);
+  EXPECT_TRUE(busy[1].dedicated);
+  pool.free(a.arena_id, a.token, t0);
+  auto idle = pool.arenas(t0 + 40ms);
+  ASSERT_EQ(idle.size(), 2u);
+  EXPECT_EQ(idle[0].blocks, 0u);
+  ASSERT_TRUE(idle[0].empty_for);
+  EXPECT_EQ(*idle[0].empty_for, 40ms);
+  pool.free(b.arena_id, b.token, t0); // a dedicated arena goes at once
+  EXPECT_EQ(pool.arenas(t0).size(), 1u);
+}
+
 TEST_F(ArenaPool, TheSweepIsArmedOnlyWhileSomethingCanBeReclaimed) {
   auto cfg = small();
   auto pool_off = make(cfg, 1 << 30);
