@@ -131,7 +131,7 @@ public:
     uint64_t bytes = 0;
     bool dedicated = false;
     size_t blocks = 0;
-    // How long it has been empty; none while it has blocks (or never had one).
+    // How long it has been empty; none while it has blocks.
     std::optional<std::chrono::milliseconds> empty_for;
   };
   std::vector<arena_view> arenas(clock_type::time_point now) const;

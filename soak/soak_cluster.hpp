@@ -47,7 +47,7 @@ inline constexpr uint64_t small_budget_bytes = 96ull << 20;
 inline constexpr std::chrono::milliseconds node_request_timeout{5000};
 inline constexpr std::chrono::milliseconds node_transfer_timeout{60000};
 // Well inside the settle bound (soak_options::settle): see launch().
-inline constexpr std::chrono::milliseconds node_lease_timeout{10000};
+inline constexpr std::chrono::milliseconds node_lease_timeout{20000};
 inline constexpr std::chrono::milliseconds node_shutdown_timeout{10000};
 
 node_role role_of(int slot);

@@ -219,9 +219,7 @@ TEST_F(ArenaPool, ReclaimUnmapsEmptyArenasNewestFirstAndKeepsTheFloor) {
 }
 
 TEST_F(ArenaPool, EachArenaSaysItsSizeBlocksAndHowLongItHasBeenEmpty) {
-  auto cfg = small();
-  cfg.reclaim_after = 100ms;
-  auto pool = make(cfg, 1 << 30);
+  auto pool = make(small(), 1 << 30);
   auto a = grant(pool.allocate(12 * KiB, true));
   auto b = grant(pool.allocate(200 * KiB, true)); // dedicated
   auto t0 = arena_pool::clock_type::now();

@@ -311,6 +311,11 @@ TEST_F(ActorLease, ACallerGoneWhileItsOwnerIsLookedUpStartsNoTransfer) {
   sched.run();
   // No transfer started, so no lease waits for a caller that is gone.
   EXPECT_NE(owner_stat().find("\"leases\":0"), std::string::npos) << owner_stat();
+  EXPECT_NE(owner_stat().find("\"transfers\":0"), std::string::npos) << owner_stat();
+  EXPECT_EQ(om.chunks_served->Value(), 0);
+  // Not even acquired: an acquire counts the path it offers.
+  EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::not_configured), 0);
+  EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::no_offer), 0);
   EXPECT_EQ(cm.gets_failed->Value(), 1);
   EXPECT_EQ(cm.gets_ok->Value(), 0);
 }
