@@ -260,17 +260,24 @@ struct StalledPulls : ActorFixture {
 
 using ActorLeaseStalled = StalledPulls;
 
+/// An actor that asks `consumer` for `h` with no timeout of its own and
+/// fails the test, saying `if_answered`, should the bytes reach it.
+caf::actor spawn_get_caller(caf::actor_system& sys, const consumer_service_actor& consumer,
+                            const data_handle& h, const char* if_answered) {
+  return sys.spawn(
+    [=](caf::event_based_actor* self, int) {
+      self->request(consumer, caf::infinite, get_atom::value, h)
+        .then([=](byte_buffer&, uint64_t) { ADD_FAILURE() << if_answered; },
+              [](caf::error&) {});
+    },
+    0);
+}
+
 } // namespace
 
 TEST_F(ActorLeaseStalled, ACallerThatGoesAwayTakesItsGetsLeaseBack) {
   auto h = stage(4 * chunk);
-  caf::actor caller = sys.spawn(
-    [=](caf::event_based_actor* self, int) {
-      self->request(ctx->consumer, caf::infinite, get_atom::value, h)
-        .then([](byte_buffer&, uint64_t) { ADD_FAILURE() << "a stalled get finished"; },
-              [](caf::error&) {});
-    },
-    0);
+  auto caller = spawn_get_caller(sys, ctx->consumer, h, "a stalled get finished");
   sched.run();
   EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos);
   caf::anon_send_exit(caller, caf::exit_reason::user_shutdown);
@@ -287,13 +294,7 @@ TEST_F(ActorLeaseStalled, ACallerThatGoesAwayTakesItsGetsLeaseBack) {
 
 TEST_F(ActorLease, ACallerGoneWhileItsOwnerIsLookedUpStartsNoTransfer) {
   auto h = stage(4 * chunk);
-  caf::actor caller = sys.spawn(
-    [=](caf::event_based_actor* self, int) {
-      self->request(ctx->consumer, caf::infinite, get_atom::value, h)
-        .then([](byte_buffer&, uint64_t) { ADD_FAILURE() << "a gone caller got bytes"; },
-              [](caf::error&) {});
-    },
-    0);
+  auto caller = spawn_get_caller(sys, ctx->consumer, h, "a gone caller got bytes");
   // Until the consumer asked the gateway for the owner (a local owner is
   // looked up there, not in the peer directory).
   auto* gateway = dynamic_cast<caf::resumable*>(caf::actor_cast<caf::abstract_actor*>(gw));
