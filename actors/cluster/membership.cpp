@@ -90,7 +90,9 @@ void dial(membership_ptr self, const std::string& ep) {
     failed(self, ep, describe(where.error()));
     return;
   }
-  auto [host, port] = *where;
+  // Named copies, not a structured binding: lambdas capture them (C++17).
+  std::string host = where->first;
+  uint16_t port = where->second;
   auto timeout = self->state.params.request_timeout;
   // CAF's connect blocks its middleman on an address that drops packets:
   // only one that answered a bounded probe is dialled.
