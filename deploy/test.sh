@@ -2,6 +2,8 @@
 # Quick start, part two: installs what is missing, builds, runs the tests.
 # Usage: deploy/test.sh [--sanitize] [ctest args...]
 #   --sanitize  builds in build-asan/ with ASan + UBSan and runs the tests there.
+# CC and CXX choose the compiler of a new build directory (CI builds
+# build-asan/ with clang, which also builds the libFuzzer targets).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 build_dir=$root/build
