@@ -120,6 +120,18 @@ std::vector<scenario_entry> build() {
              "over UCX",
              ucx_am_rtt(ucx_transport::tcp), no_ucx),
          size_kind::tiny, repeat_kind::rtt),
+    with(row("thread_wake_rtt",
+             "a token to a thread asleep on a condition variable and back, one process",
+             "two wake-ups of a sleeping thread: what each hop between threads of a "
+             "get costs when the thread it goes to waits asleep",
+             single(make_thread_wake_runner)),
+         size_kind::tiny, repeat_kind::rtt),
+    with(row("thread_spin_rtt",
+             "a token to a busy-polling thread through one atomic word and back, one "
+             "process",
+             "a hop between threads when both spin (each holds a core)",
+             single(make_thread_spin_runner)),
+         size_kind::tiny, repeat_kind::rtt),
     // -- the CAF baseline -------------------------------------------------
     row("caf_inline", "the payload as one CAF reply message between two processes",
         "CAF serialization and one BASP message: what the chunked path replaces",
@@ -127,6 +139,13 @@ std::vector<scenario_entry> build() {
     with(row("caf_request_rtt", "an 8-byte CAF request and reply between two processes",
              "CAF scheduling + middleman: the floor under every control message",
              single(make_caf_rtt_runner)),
+         size_kind::tiny, repeat_kind::rtt),
+    with(row("caf_local_rtt",
+             "an 8-byte CAF request from a scoped actor to an actor of the same "
+             "system, set up like a node's, and its reply",
+             "one hop to a CAF worker and one back: what the blocking client pays "
+             "its node on every call",
+             single(make_caf_local_rtt_runner)),
          size_kind::tiny, repeat_kind::rtt),
     // -- ferry: chunked path ----------------------------------------------
     row("ferry_chunked", "blocking_client::get over the chunked path (warm pair)",

@@ -169,6 +169,9 @@ TEST(BenchQuick, WritesEveryScenarioAndSize) {
     for (auto bytes : quick_sizes)
       EXPECT_TRUE(point_ok(doc, s, bytes, 1, 3));
   EXPECT_TRUE(point_ok(doc, "caf_request_rtt", 8, 1, 100));
+  // What a hop between threads costs here: asleep, spinning, to a CAF worker.
+  for (const char* s : {"thread_wake_rtt", "thread_spin_rtt", "caf_local_rtt"})
+    EXPECT_TRUE(point_ok(doc, s, 8, 1, 100)) << s;
 #ifdef FERRY_BENCH_WITH_UCX
   // UCX's own round trip on both transports: the control channel's floor.
   EXPECT_TRUE(point_ok(doc, "ucx_am_rtt_sm", 8, 1, 100));
