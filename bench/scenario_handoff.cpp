@@ -67,7 +67,8 @@ public:
     token_ = sent;
     has_token_ = true;
     cv_.notify_all();
-    cv_.wait(guard, [this] { return !has_token_; });
+    if (!cv_.wait_for(guard, std::chrono::seconds{10}, [this] { return !has_token_; }))
+      return run_outcome::failed("the sleeping partner did not answer within 10 s");
     auto secs = seconds_since(t0);
     return checked(secs, sent, token_);
   }
