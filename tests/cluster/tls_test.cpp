@@ -118,7 +118,10 @@ TEST(TlsCluster, MembersOfTheCAJoinAndMoveBytes) {
 TEST(TlsCluster, ConnectsSurviveAHeartbeatTickDuringTheHandshake) {
   node_process a{test_certs().args("a")};
   constexpr int dials = 10;
-  constexpr auto heartbeat = std::chrono::milliseconds{100};
+  // The nodes' default tick. A dial survives when its handshake fits in one
+  // tick; at 100 ms a loaded sanitizer run once took longer three dials in
+  // a row (docs/known-issues.md).
+  constexpr auto heartbeat = std::chrono::milliseconds{200};
   for (int i = 0; i < dials; ++i) {
     auto cfg = tls_client("client");
     cfg.heartbeat_interval_ms = heartbeat.count();
