@@ -1,9 +1,13 @@
 // caf_inline and caf_request_rtt: the CAF baseline between two actor
-// systems in two processes, configured like ferry nodes.
+// systems in two processes, configured like ferry nodes; caf_local_rtt: the
+// same round trip inside one such system.
 //   caf_inline:      the whole payload as one reply message (what ferry's
 //                    chunked path replaces); the received vector is the
 //                    one CAF's deserializer allocates, as an actor gets it
 //   caf_request_rtt: an 8-byte request and its 8-byte reply
+//   caf_local_rtt:   the same request to an actor of this process's system:
+//                    one hop to a CAF worker and one back, as the blocking
+//                    client makes to its node
 #include <chrono>
 #include <memory>
 
@@ -33,15 +37,12 @@ public:
     auto words = peer_.await_ready(1, 30s, &err);
     if (!err.empty())
       return "caf peer: " + err;
-    cfg_ = std::make_unique<caf::actor_system_config>();
-    configure_caf(*cfg_);
-    sys_ = std::make_unique<caf::actor_system>(*cfg_);
+    start_system();
     auto port = static_cast<uint16_t>(std::stoul(words[0]));
     auto remote = sys_->middleman().remote_actor("127.0.0.1", port);
     if (!remote)
       return "cannot reach the caf peer: " + sys_->render(remote.error());
     server_ = *remote;
-    self_ = std::make_unique<caf::scoped_actor>(*sys_);
     return {};
   }
 
@@ -54,6 +55,15 @@ public:
   }
 
 protected:
+  /// This process's actor system, set up like a node's, and the scoped
+  /// actor the runs ask from.
+  void start_system() {
+    cfg_ = std::make_unique<caf::actor_system_config>();
+    configure_caf(*cfg_);
+    sys_ = std::make_unique<caf::actor_system>(*cfg_);
+    self_ = std::make_unique<caf::scoped_actor>(*sys_);
+  }
+  caf::actor_system& system() { return *sys_; }
   caf::scoped_actor& self() { return *self_; }
   std::string render(const caf::error& err) { return sys_->render(err); }
   caf::actor server_;
@@ -121,6 +131,27 @@ private:
   uint64_t counter_ = 0;
 };
 
+/// Answers a ping with its token, as the caf peer does.
+caf::behavior local_echo() {
+  return {[](bench_ping_atom, uint64_t x) { return x; }};
+}
+
+/// caf_request_rtt's run against an actor of this process's system.
+class caf_local_rtt_runner : public caf_rtt_runner {
+public:
+  std::string start() override {
+    start_system();
+    server_ = system().spawn(local_echo);
+    return {};
+  }
+
+  void stop() override {
+    if (server_)
+      caf::anon_send_exit(server_, caf::exit_reason::user_shutdown);
+    caf_rtt_runner::stop();
+  }
+};
+
 } // namespace
 
 std::unique_ptr<scenario_runner> make_caf_inline_runner(const bench_options&) {
@@ -129,6 +160,10 @@ std::unique_ptr<scenario_runner> make_caf_inline_runner(const bench_options&) {
 
 std::unique_ptr<scenario_runner> make_caf_rtt_runner(const bench_options&) {
   return std::make_unique<caf_rtt_runner>();
+}
+
+std::unique_ptr<scenario_runner> make_caf_local_rtt_runner(const bench_options&) {
+  return std::make_unique<caf_local_rtt_runner>();
 }
 
 } // namespace ferry::bench

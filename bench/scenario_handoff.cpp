@@ -1,4 +1,4 @@
-// thread_wake_rtt, thread_spin_rtt, caf_local_rtt: what it costs to hand
+// thread_wake_rtt, thread_spin_rtt: what it costs to hand
 // work from one thread to another and back on this machine, the floor under
 // every hop between threads that a get makes (caller, consumer, UCX engine,
 // owner and back).
@@ -7,9 +7,7 @@
 //   thread_spin_rtt: the same through one atomic word, both threads
 //     busy-polling: what a hand-off costs when nobody sleeps (each thread
 //     then holds a core).
-//   caf_local_rtt: an 8-byte request from a scoped actor to an actor of the
-//     same actor system (set up like a node's) and its reply: one hop to a
-//     CAF worker and one back, as the blocking client makes to its node.
+// (caf_local_rtt, the same through a CAF worker, is in scenario_caf.cpp.)
 // Each run is one round trip; the token's value comes back incremented.
 #include <atomic>
 #include <chrono>
@@ -17,12 +15,6 @@
 #include <mutex>
 #include <thread>
 
-#include <caf/actor_system.hpp>
-#include <caf/event_based_actor.hpp>
-#include <caf/scoped_actor.hpp>
-#include <caf/send.hpp>
-
-#include "bench/caf_setup.hpp"
 #include "bench/scenarios.hpp"
 
 namespace ferry::bench {
@@ -140,56 +132,6 @@ private:
   std::thread partner_;
 };
 
-/// An actor that answers a number with the next one.
-caf::behavior incrementer() {
-  return {[](bench_ping_atom, uint64_t x) { return x + 1; }};
-}
-
-class caf_local_runner : public scenario_runner {
-public:
-  std::string start() override {
-    cfg_ = std::make_unique<caf::actor_system_config>();
-    configure_caf(*cfg_);
-    sys_ = std::make_unique<caf::actor_system>(*cfg_);
-    partner_ = sys_->spawn(incrementer);
-    self_ = std::make_unique<caf::scoped_actor>(*sys_);
-    return {};
-  }
-
-  run_outcome run(uint64_t) override {
-    auto sent = ++sequence_;
-    uint64_t back = 0;
-    std::string error;
-    auto t0 = clock_type::now();
-    (*self_)
-      ->request(partner_, std::chrono::seconds{10}, bench_ping_atom::value, sent)
-      .receive([&](uint64_t x) { back = x; },
-               [&](caf::error& err) { error = sys_->render(err); });
-    auto secs = seconds_since(t0);
-    if (!error.empty())
-      return run_outcome::failed("caf_local_rtt: " + error);
-    return checked(secs, sent, back);
-  }
-
-  void stop() override {
-    self_.reset();
-    if (partner_)
-      caf::anon_send_exit(partner_, caf::exit_reason::user_shutdown);
-    partner_ = nullptr;
-    sys_.reset();
-    cfg_.reset();
-  }
-
-  ~caf_local_runner() override { stop(); }
-
-private:
-  std::unique_ptr<caf::actor_system_config> cfg_;
-  std::unique_ptr<caf::actor_system> sys_;
-  std::unique_ptr<caf::scoped_actor> self_;
-  caf::actor partner_;
-  uint64_t sequence_ = 0;
-};
-
 } // namespace
 
 std::unique_ptr<scenario_runner> make_thread_wake_runner(const bench_options&) {
@@ -198,10 +140,6 @@ std::unique_ptr<scenario_runner> make_thread_wake_runner(const bench_options&) {
 
 std::unique_ptr<scenario_runner> make_thread_spin_runner(const bench_options&) {
   return std::make_unique<thread_spin_runner>();
-}
-
-std::unique_ptr<scenario_runner> make_caf_local_rtt_runner(const bench_options&) {
-  return std::make_unique<caf_local_runner>();
 }
 
 } // namespace ferry::bench

@@ -40,13 +40,14 @@ std::unique_ptr<scenario_runner> make_caf_inline_runner(const bench_options& opt
 /// A tiny CAF request and its reply between two actor systems.
 std::unique_ptr<scenario_runner> make_caf_rtt_runner(const bench_options& opts);
 
+/// The same request to an actor of this process's actor system.
+std::unique_ptr<scenario_runner> make_caf_local_rtt_runner(const bench_options& opts);
+
 /// A hand-off to a partner thread and back in this process: through a
-/// condition variable (the partner sleeps), through one atomic word (both
-/// spin), and as a CAF request to an actor of a node-like actor system.
-/// The floor under each hop between threads a get makes.
+/// condition variable (the partner sleeps) or through one atomic word (both
+/// spin). The floor under each hop between threads a get makes.
 std::unique_ptr<scenario_runner> make_thread_wake_runner(const bench_options& opts);
 std::unique_ptr<scenario_runner> make_thread_spin_runner(const bench_options& opts);
-std::unique_ptr<scenario_runner> make_caf_local_rtt_runner(const bench_options& opts);
 
 enum class chunked_mode {
   warm, // blocking_client::get on a connected pair (the get allocates)
