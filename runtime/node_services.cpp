@@ -109,6 +109,7 @@ void node::wire_services(worker_registry workers) {
 
   consumer_context cc;
   cc.directory = gateway_;
+  cc.node_id = worker_id_;
   cc.peers = std::move(directory);
   cc.cfg = cfg_.consumer_config();
   cc.cfg.rdma_configured = has_ucx();

@@ -49,6 +49,7 @@ struct rdma_metrics;
 /// What a consumer needs to know about the node it runs on.
 struct consumer_context {
   gateway_actor directory;  // resolves a worker id to its owner
+  uint64_t node_id = 0;     // this node's worker id: calls to its own owner are local
   std::shared_ptr<const peer_directory> peers; // the gateway's table, read in place
   consumer_config cfg;
   consumer_metrics* metrics = nullptr;

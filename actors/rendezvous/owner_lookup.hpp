@@ -20,7 +20,8 @@ namespace ferry {
 /// at once on a directory hit, else when the gateway answers. The route
 /// takes the control channel when the directory says the peer's calls go
 /// by it; a gateway's answer (this node, or a peer not in the directory)
-/// routes CAF requests.
+/// routes CAF requests. A call to this node's own owner is local: it goes
+/// by neither channel between nodes and is not counted.
 template <class Self, class OnOwner, class OnError>
 void find_owner(Self* self, const consumer_context& ctx, uint64_t worker_id,
                 OnOwner on_owner, OnError on_error) {
@@ -33,7 +34,7 @@ void find_owner(Self* self, const consumer_context& ctx, uint64_t worker_id,
   if (ctx.peers)
     if (auto known = ctx.peers->find(worker_id))
       return on_owner(route(std::move(known->owner), known->control_am), known->ucx);
-  auto metrics = ctx.rdma;
+  auto metrics = worker_id == ctx.node_id ? nullptr : ctx.rdma;
   self->request(ctx.directory, ctx.cfg.request_timeout, lookup_atom::value, worker_id)
     .then([=](caf::actor& owner, bool ucx_peer) mutable {
             on_owner(owner_route{caf::actor_cast<owner_actor>(std::move(owner)), {},

@@ -30,7 +30,7 @@ struct owner_route {
   owner_actor owner;      // the owner actor (a proxy of a peer's)
   ucx_engine_ref channel; // set: the calls go by the control channel
   uint64_t worker_id = 0; // the owner's node
-  rdma_metrics* metrics = nullptr; // ferry_control_calls_total{channel}
+  rdma_metrics* metrics = nullptr; // ferry_control_calls_total{channel}; null: not counted
 
   bool over_channel() const { return static_cast<bool>(channel); }
 

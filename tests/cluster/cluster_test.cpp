@@ -67,6 +67,13 @@ struct Cluster : ::testing::Test {
     return nlohmann::json::parse(*text);
   }
 
+  /// In the ucx_am_channel: runs, this node's gets took the control channel
+  /// (where every peer it called serves it).
+  void TearDown() override {
+    if (test::control_channel_on() && peers_serve_channel)
+      EXPECT_EQ(test::caf_control_calls(local.metrics_registry()), 0);
+  }
+
   /// A raw control call to the remote owner.
   template <class Reply>
   caf::expected<Reply> raw_call(caf::atom_value, const std::string&);
@@ -77,6 +84,7 @@ struct Cluster : ::testing::Test {
   peer_hello remote_hello;
   gateway_actor remote_gw;
   owner_actor remote_owner;
+  bool peers_serve_channel = true; // false: a test called a node without UCX
 };
 
 template <class Atom, class Reply>
@@ -259,6 +267,7 @@ TEST_F(ClusterChunked, MetricsEndpointCountsTheChunkedPath) {
   // This fixture's remote has no metrics port; start one that has, and no
   // UCX, so every decision is the chunked path's.
   node_process scraped{{"--metrics-port", "0", "--ucx", "false"}};
+  peers_serve_channel = false;
   ASSERT_TRUE(local.connect(scraped.endpoint()));
   auto gw = caf::actor_cast<gateway_actor>(local.connect(scraped.endpoint())->gateway);
   auto mine = client.register_data(test::payload(2 * 512 * 1024 + 1));
@@ -287,6 +296,7 @@ TEST_F(ClusterChunked, MetricsEndpointCountsTheChunkedPath) {
 
 TEST_F(ClusterChunked, ASmallPayloadComesWithItsAcquireUnlessTheConsumerTurnsItOff) {
   node_process scraped{{"--metrics-port", "0", "--ucx", "false"}};
+  peers_serve_channel = false;
   auto gw = caf::actor_cast<gateway_actor>(local.connect(scraped.endpoint())->gateway);
   auto bytes = test::payload(4096, 3);
   auto mine = client.register_data(bytes);

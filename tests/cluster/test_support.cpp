@@ -33,6 +33,15 @@ std::string ferry_bin() {
   return p;
 }
 
+bool control_channel_on() {
+  auto c = std::getenv("FERRY_CONTROL_CHANNEL");
+  return c != nullptr && std::string{c} == "auto";
+}
+
+double caf_control_calls(prometheus::Registry& registry) {
+  return registry_value(registry, "ferry_control_calls_total", "channel", "caf");
+}
+
 namespace {
 
 /// The directories temp_dir made, removed when the test binary exits

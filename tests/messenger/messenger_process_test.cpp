@@ -82,7 +82,10 @@ struct Messenger : ::testing::Test {
              : nlohmann::json{};
   }
 
+  /// In the ucx_am_channel: runs, the fetches took the control channel.
   void TearDown() override {
+    if (local && test::control_channel_on())
+      EXPECT_EQ(test::caf_control_calls(local->metrics_registry()), 0);
     m.reset();
     local.reset();
     peer.reset();

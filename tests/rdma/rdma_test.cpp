@@ -53,12 +53,8 @@ struct Rdma : ::testing::TestWithParam<std::string> {
   /// Run with FERRY_CONTROL_CHANNEL=auto (the ucx_am_channel: tests): a
   /// consumer whose owner serves the channel made no call by CAF.
   void TearDown() override {
-    const char* channel = std::getenv("FERRY_CONTROL_CHANNEL");
-    if (!local || !channel || std::string{channel} != "auto" || !owner_serves_channel)
-      return;
-    EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_control_calls_total",
-                                   "channel", "caf"),
-              0);
+    if (local && test::control_channel_on() && owner_serves_channel)
+      EXPECT_EQ(test::caf_control_calls(local->metrics_registry()), 0);
   }
 
   void start(std::vector<std::string> owner_args = {},
