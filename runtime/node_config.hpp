@@ -86,9 +86,9 @@ struct node_config {
   bool eager_endpoints = false;
   // The rendezvous calls to peers: "auto" over UCX active messages where
   // both nodes serve that channel, else CAF requests; "caf" always CAF
-  // requests. FERRY_CONTROL_CHANNEL (auto or caf) overrides it. The
-  // channel by default; "caf" is its kill switch (docs/control-channel.md).
-  std::string control_channel = "auto";
+  // requests. FERRY_CONTROL_CHANNEL (auto or caf) overrides it. CAF by
+  // default for now (docs/control-channel.md, "The default").
+  std::string control_channel = "caf";
   uint64_t drop_dereg_timeout_ms = 30000;
   // Map the first pooled arena at start. Transparent staging never maps one
   // (a send must not stall on a registration), so without an explicit
