@@ -108,8 +108,9 @@ double registry_value(prometheus::Registry& registry, const std::string& name,
 bool control_channel_on();
 
 /// The rendezvous calls `registry`'s node made to peers by CAF requests
-/// (ferry_control_calls_total{channel="caf"}): none where every peer it
-/// called serves the control channel and control_channel_on().
+/// (ferry_control_calls_total{channel="caf"}): none where this node has
+/// UCX, every peer it called serves the control channel and
+/// control_channel_on().
 double caf_control_calls(prometheus::Registry& registry);
 
 /// A deterministic payload of n bytes.
