@@ -107,8 +107,7 @@ void send_hold_by_route(service_ptr self, const deferred_holds::entry& e) {
     ctx.metrics->holds_sent->Increment();
   auto body = encode(rv_lease_renew_request{e.handle, e.lease_id, true});
   auto known = ctx.peers ? ctx.peers->find(e.handle.owner()) : std::nullopt;
-  auto counted = e.handle.owner() == ctx.node_id ? nullptr : ctx.rdma; // local: not counted
-  owner_route route{caf::actor_cast<owner_actor>(e.owner), {}, e.handle.owner(), counted};
+  auto route = caf_route(ctx, e.owner, e.handle.owner());
   if (known && known->control_am && ctx.channel && known->owner == e.owner)
     route.channel = ctx.channel;
   tell_owner(route, rv_lease_renew_atom::value, std::move(body));

@@ -16,17 +16,25 @@
 
 namespace ferry {
 
+/// A route by CAF requests to `owner`, worker_id's owner actor. Its calls
+/// count under ferry_control_calls_total, unless that owner is this node's
+/// own: a local call goes by neither channel between nodes.
+inline owner_route caf_route(const consumer_context& ctx, caf::actor owner,
+                             uint64_t worker_id) {
+  return owner_route{caf::actor_cast<owner_actor>(std::move(owner)), {}, worker_id,
+                     worker_id == ctx.node_id ? nullptr : ctx.rdma};
+}
+
 /// Calls on_owner(owner_route route, bool ucx_peer) or on_error(caf::error&),
 /// at once on a directory hit, else when the gateway answers. The route
 /// takes the control channel when the directory says the peer's calls go
 /// by it; a gateway's answer (this node, or a peer not in the directory)
-/// routes CAF requests. A call to this node's own owner is local: it goes
-/// by neither channel between nodes and is not counted.
+/// routes CAF requests.
 template <class Self, class OnOwner, class OnError>
 void find_owner(Self* self, const consumer_context& ctx, uint64_t worker_id,
                 OnOwner on_owner, OnError on_error) {
   auto route = [&ctx, worker_id](caf::actor owner, bool control_am) {
-    owner_route r{caf::actor_cast<owner_actor>(std::move(owner)), {}, worker_id, ctx.rdma};
+    auto r = caf_route(ctx, std::move(owner), worker_id);
     if (control_am && ctx.channel)
       r.channel = ctx.channel;
     return r;
@@ -34,12 +42,11 @@ void find_owner(Self* self, const consumer_context& ctx, uint64_t worker_id,
   if (ctx.peers)
     if (auto known = ctx.peers->find(worker_id))
       return on_owner(route(std::move(known->owner), known->control_am), known->ucx);
-  auto metrics = worker_id == ctx.node_id ? nullptr : ctx.rdma;
+  auto by_caf = caf_route(ctx, {}, worker_id); // its owner named by the answer
   self->request(ctx.directory, ctx.cfg.request_timeout, lookup_atom::value, worker_id)
     .then([=](caf::actor& owner, bool ucx_peer) mutable {
-            on_owner(owner_route{caf::actor_cast<owner_actor>(std::move(owner)), {},
-                                 worker_id, metrics},
-                     ucx_peer);
+            by_caf.owner = caf::actor_cast<owner_actor>(std::move(owner));
+            on_owner(by_caf, ucx_peer);
           },
           [=](caf::error& err) mutable { on_error(err); });
 }
