@@ -101,6 +101,10 @@ using control_error_atom = caf::atom_constant<caf::atom("ctl_error")>;
 using control_peer_atom = caf::atom_constant<caf::atom("ctl_peer")>;
 using control_ready_atom = caf::atom_constant<caf::atom("ctl_ready")>;
 using control_owner_atom = caf::atom_constant<caf::atom("ctl_owner")>;
+// The engine tells the gateway (its watcher) that a peer fell back to CAF
+// requests (a send failed), and the gateway tells the peer's gateway.
+using control_watcher_atom = caf::atom_constant<caf::atom("ctl_watch")>;
+using control_lost_atom = caf::atom_constant<caf::atom("ctl_lost")>;
 
 // A node's stop, first step: its gateway refuses new work.
 using stop_work_atom = caf::atom_constant<caf::atom("stop_work")>;

@@ -112,6 +112,8 @@ const char* to_string(control_op op) noexcept {
       return "release";
     case control_op::lease_renew:
       return "lease_renew";
+    case control_op::probe:
+      return "probe";
   }
   return "unknown";
 }

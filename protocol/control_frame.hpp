@@ -48,7 +48,11 @@ inline constexpr size_t max_control_answer_body = 64ull << 20;
 inline constexpr size_t max_control_payload = 1ull << 20;
 inline constexpr size_t max_control_error_text = 1024;
 
-/// The rendezvous calls the channel carries (the owner's seven _rv_ calls).
+/// The rendezvous calls the channel carries (the owner's seven _rv_ calls),
+/// and the probe: a call with an empty body that the peer's channel answers
+/// itself (empty), which proves frames go both ways before a pair's calls
+/// take the channel. A node of the first channel version refuses the op
+/// (unknown_op): its probe times out and the pair keeps CAF requests.
 enum class control_op : uint8_t {
   metadata = 1,
   acquire = 2,
@@ -57,8 +61,9 @@ enum class control_op : uint8_t {
   detach = 5,
   release = 6,
   lease_renew = 7,
+  probe = 8,
 };
-inline constexpr uint8_t control_op_max = 7;
+inline constexpr uint8_t control_op_max = 8;
 
 enum class control_kind : uint8_t { call = 1, answer = 2, error = 3 };
 

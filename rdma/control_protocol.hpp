@@ -159,6 +159,9 @@ public:
 
   bool has_peer(uint64_t worker_id) const { return peers_.count(worker_id) > 0; }
 
+  /// The calls out to `peer`, taken out of the table (the peer stays).
+  std::vector<call> take_calls_to(uint64_t worker_id) { return calls_.peer_down(worker_id); }
+
   /// The peer went away: no more frames from or to it; its calls fail.
   std::vector<call> remove_peer(uint64_t worker_id) {
     peers_.erase(worker_id);

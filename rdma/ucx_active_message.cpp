@@ -20,14 +20,15 @@ struct send_holder {
   std::vector<uint8_t> bytes;
   ucx_am_send_stats* stats = nullptr;
   uint64_t tag = 0;
+  uint64_t to = 0;
 };
 
 void send_done(void* request, ucs_status_t status, void* user_data) {
   auto* h = static_cast<send_holder*>(user_data);
   if (status != UCS_OK && h->stats) {
     ++h->stats->failed;
-    if (h->tag != 0)
-      h->stats->failed_tags.push_back(h->tag);
+    if (h->tag != 0 || h->to != 0)
+      h->stats->failed_sends.push_back({h->tag, h->to});
   }
   delete h;
   ucp_request_free(request);
@@ -172,8 +173,8 @@ std::optional<ucx_am_message> ucx_am_inbox::next() {
 }
 
 ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
-                   ucx_am_send_stats* stats, uint64_t tag) {
-  auto* h = new send_holder{std::move(bytes), stats, tag};
+                   ucx_am_send_stats* stats, uint64_t tag, uint64_t to) {
+  auto* h = new send_holder{std::move(bytes), stats, tag, to};
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK
                    | UCP_OP_ATTR_FIELD_USER_DATA;

@@ -105,20 +105,27 @@ private:
   ucx_am_inbox_stats stats_;
 };
 
+/// A send that completed with an error: the tag it was posted with, and
+/// the receiver it was posted to (both as the poster named them).
+struct ucx_am_failed_send {
+  uint64_t tag = 0;
+  uint64_t to = 0;
+};
+
 struct ucx_am_send_stats {
   uint64_t posted = 0;
   uint64_t failed = 0; // refused at post, or completed with an error
-  // The tags of sends posted with one that then completed with an error
-  // (the owner of the stats takes them out).
-  std::vector<uint64_t> failed_tags;
+  // The sends posted with a tag or a receiver that then completed with an
+  // error (the owner of the stats takes them out).
+  std::vector<ucx_am_failed_send> failed_sends;
 };
 
 /// Posts `bytes` as message `id` on `ep` (`want_reply`: the receiver gets a
 /// reply endpoint). The bytes are kept until UCX completes the send, then
 /// freed; a send that fails later is counted in `stats` (which must outlive
-/// the worker's progress), and its `tag` (when not 0) kept in its
-/// failed_tags. An error: UCX refused it at once.
+/// the worker's progress), and, when posted with a `tag` or a receiver `to`
+/// (not 0), kept in its failed_sends. An error: UCX refused it at once.
 ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
-                   ucx_am_send_stats* stats, uint64_t tag = 0);
+                   ucx_am_send_stats* stats, uint64_t tag = 0, uint64_t to = 0);
 
 } // namespace ferry

@@ -112,6 +112,8 @@ struct node_config {
   bool test_fail_gets = false;
   uint64_t test_get_delay_ms = 0;
   bool test_stall_ucx = false; // the UCX engine never progresses for peers' GETs
+  bool test_drop_control_frames = false; // the engine drops every control frame that arrives
+  uint64_t test_fail_control_sends_after = 0; // then every control frame's send fails (0: never)
   uint64_t test_serve_delay_ms = 0; // ... only this long after each new descriptor
   bool test_fake_cuda = false; // staging runs on the fake CUDA (real mapped bytes)
 

@@ -163,6 +163,12 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_flag("--test-stall-ucx", cfg.test_stall_ucx,
                "Test hook: never progress UCX for peers' GETs (they hang)")
     ->group("");
+  app.add_flag("--test-drop-control-frames", cfg.test_drop_control_frames,
+               "Test hook: drop every control-channel frame that arrives (UCX's port closed)")
+    ->group("");
+  app.add_option("--test-fail-control-sends-after", cfg.test_fail_control_sends_after,
+                 "Test hook: after this many control-channel frames, every send fails")
+    ->group("");
   app.add_option("--test-serve-delay-ms", cfg.test_serve_delay_ms,
                  "Test hook: serve peers' GETs only this long after each new descriptor")
     ->group("");

@@ -106,6 +106,11 @@ void node::wire_services(worker_registry workers) {
   if (auto stager = stager_)
     gp.staging_status = [stager] { return stager->status_json(); };
   gateway_ = spawn_gateway(*sys_, std::move(gp));
+  if (engine_ && engine_.control_channel()) { // hears of peers that fell back to CAF
+    caf::anon_send(engine_.actor(), control_watcher_atom::value,
+                   caf::actor_cast<caf::actor>(gateway_));
+    engine_.wake();
+  }
 
   consumer_context cc;
   cc.directory = gateway_;
@@ -215,6 +220,8 @@ void node::start_ucx() {
   es.faults.get_delay = std::chrono::milliseconds{cfg_.test_get_delay_ms};
   es.faults.no_progress = cfg_.test_stall_ucx;
   es.faults.serve_delay = std::chrono::milliseconds{cfg_.test_serve_delay_ms};
+  es.faults.drop_control_frames = cfg_.test_drop_control_frames;
+  es.faults.fail_control_sends_after = cfg_.test_fail_control_sends_after;
   es.get_timeout = cfg_.transfer_timeout();
   es.metrics = rdma_metrics_.get();
   es.worker_id = worker_id_;

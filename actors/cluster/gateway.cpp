@@ -10,6 +10,7 @@
 #include <caf/typed_event_based_actor.hpp>
 #include <caf/typed_response_promise.hpp>
 #include <nlohmann/json.hpp>
+#include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <spdlog/spdlog.h>
 
@@ -17,6 +18,9 @@
 #include "actors/cluster/probe_runner.hpp"
 #include "actors/messenger/messenger_interface.hpp"
 #include "actors/rdma/rdma_metrics.hpp"
+#include "actors/rdma/ucx_engine.hpp"
+#include "protocol/chunk_bytes.hpp"
+#include "protocol/control_frame.hpp"
 #include "rdma/control_channel_choice.hpp"
 #include "rdma/failure_reports_choice.hpp"
 #include "protocol/endpoint.hpp"
@@ -38,6 +42,9 @@ struct gateway_state {
   // A peer's token from its hello, which our frames carry only once it says
   // ctl_ready (its engine knows it then): sent earlier, they would be dropped.
   std::map<uint64_t, uint64_t> pending_token_out;
+  // Each peer's pairing, counted up at each of its hellos: a probe's answer
+  // counts only for the pairing it was sent for.
+  std::map<uint64_t, uint64_t> pairing;
   bool stopping = false;        // the node's stop began: no new work
   // Shared with the exit functor, which may run after the state is gone.
   std::shared_ptr<std::vector<caf::actor>> workers
@@ -117,6 +124,53 @@ void control_is_ready(gateway_ptr self, uint64_t worker_id) {
   update_channel_gauge(self);
 }
 
+/// The peer's calls leave the channel for CAF requests (a send to it failed).
+void control_is_lost(gateway_ptr self, uint64_t worker_id) {
+  if (self->state.control_ready.erase(worker_id) == 0)
+    return;
+  if (auto& dir = self->state.params.directory)
+    dir->set_control_am(worker_id, false);
+  spdlog::warn("peer {:016x}: rendezvous calls back on CAF requests until it pairs again",
+               worker_id);
+  update_channel_gauge(self);
+}
+
+/// One round trip over the channel to `worker_id` (its engine answers an
+/// empty probe itself) before the pair's calls take it: where UCX cannot
+/// reach a peer that CAF can (UCX's ports closed), they stay on CAF.
+/// Calls done(true) when the answer came back by the deadline for the
+/// pairing it was sent in. The deadline is half the request timeout (at
+/// most 5 s): the dialler's add_peer, a request itself, waits on it.
+template <class Done>
+void probe_channel(gateway_ptr self, uint64_t worker_id, Done done) {
+  const auto& engine = self->state.params.engine;
+  auto timeout = std::min<std::chrono::milliseconds>(
+    self->state.params.node->request_timeout / 2, std::chrono::seconds{5});
+  auto pairing = self->state.pairing[worker_id];
+  auto counted = [=](bool ok) {
+    if (auto* m = self->state.params.metrics)
+      m->control_probes[ok ? 0 : 1]->Increment();
+  };
+  self->request(engine.actor(), timeout + channel_call_margin, control_call_atom::value,
+                worker_id, static_cast<uint8_t>(control_op::probe), std::string{},
+                static_cast<uint64_t>(timeout.count()))
+    .then(
+      [=](const chunk_bytes&, const chunk_bytes&) mutable {
+        counted(true);
+        auto i = self->state.pairing.find(worker_id);
+        done(i != self->state.pairing.end() && i->second == pairing
+             && self->state.peers.count(worker_id) > 0);
+      },
+      [=](caf::error& err) mutable {
+        counted(false);
+        spdlog::warn("control channel to peer {:016x}: no answer to its probe ({}); "
+                     "rendezvous calls stay on CAF requests",
+                     worker_id, describe(err));
+        done(false);
+      });
+  engine.wake();
+}
+
 /// Gives the engine the pair's tokens for `peer` (its frames then carry
 /// token_in, ours token_out once `confirmed`), then calls done(bool registered).
 template <class Done>
@@ -148,6 +202,7 @@ void add_peer(gateway_ptr self, peer_hello peer) {
   if (const auto& lost = self->state.params.node->lost)
     lost->back(peer.worker_id);
   self->state.control_ready.erase(peer.worker_id); // until this hello's tokens are in
+  ++self->state.pairing[peer.worker_id];
   auto [i, added] = self->state.peers.insert_or_assign(peer.worker_id, peer);
   if (added) {
     // A client (port 0: ferry stat, get, put) comes and goes: not news.
@@ -206,6 +261,7 @@ void forget_peer(gateway_ptr self, std::map<uint64_t, peer_hello>::iterator i, b
   self->state.control_peers.erase(wid);
   self->state.control_ready.erase(wid);
   self->state.pending_token_out.erase(wid);
+  self->state.pairing.erase(wid);
   self->state.peers.erase(i);
   update_channel_gauge(self);
 }
@@ -313,13 +369,22 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       auto rp = self->make_response_promise<caf::ok_atom>();
       auto wid = peer.worker_id;
       auto their_gateway = caf::actor_cast<gateway_actor>(peer.gateway);
+      // A probe first: its answer proves that frames go both ways. If it
+      // never comes, the pair keeps CAF requests. The dialler hears back
+      // once the channel is decided, so its first get already takes it.
       register_tokens(self, peer, *token_out, token_in, true, [=](bool on) mutable {
-        if (on) {
-          control_is_ready(self, wid);
-          self->send(their_gateway, control_ready_atom::value,
-                     self->state.params.identity.worker_id);
+        if (!on) {
+          rp.deliver(caf::ok_atom::value);
+          return;
         }
-        rp.deliver(caf::ok_atom::value);
+        probe_channel(self, wid, [=](bool ok) mutable {
+          if (ok) {
+            control_is_ready(self, wid);
+            self->send(their_gateway, control_ready_atom::value,
+                       self->state.params.identity.worker_id);
+          }
+          rp.deliver(caf::ok_atom::value);
+        });
       });
       return rp;
     },
@@ -342,14 +407,42 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
                     control_ready_atom::value, worker_id, token_out)
         .then(
           [=](bool on) {
-            if (on && self->state.peers.count(worker_id) > 0)
-              control_is_ready(self, worker_id);
+            if (!on || self->state.peers.count(worker_id) == 0)
+              return;
+            probe_channel(self, worker_id, [=](bool ok) {
+              if (ok)
+                control_is_ready(self, worker_id);
+            });
           },
           [=](caf::error& err) {
             spdlog::warn("control channel to peer {:016x} not confirmed: {}", worker_id,
                          describe(err));
           });
       engine.wake();
+    },
+    [=](control_lost_atom, uint64_t worker_id) {
+      auto sender = self->current_sender();
+      auto i = self->state.peers.find(worker_id);
+      if (!sender || i == self->state.peers.end())
+        return;
+      if (sender->node() == self->node()) {
+        // Our engine: a send to the peer failed. The peer hears it by CAF,
+        // since its calls to us would need our answers to get through.
+        if (self->state.control_ready.count(worker_id) == 0)
+          return;
+        control_is_lost(self, worker_id);
+        self->send(caf::actor_cast<gateway_actor>(i->second.gateway), control_lost_atom::value,
+                   self->state.params.identity.worker_id);
+      } else if (i->second.gateway.node() == sender->node()) {
+        // The peer itself: our calls out to it may never be answered (its
+        // answers fail to send); our engine answers them no_channel, and
+        // the consumers make them again by CAF.
+        control_is_lost(self, worker_id);
+        if (const auto& engine = self->state.params.engine) {
+          caf::anon_send(engine.actor(), control_lost_atom::value, worker_id);
+          engine.wake();
+        }
+      }
     },
     [=](members_atom) -> caf::result<std::vector<std::string>> {
       if (!is_registered(self, self->current_sender()))

@@ -25,6 +25,10 @@ using gateway_actor = caf::typed_actor<
   // A peer's gateway: the control channel from this node to it is ready
   // (its engine knows this node's tokens); only the peer itself counts.
   caf::reacts_to<control_ready_atom, uint64_t>,
+  // A peer fell back to CAF requests (a control frame failed to send): from
+  // this node's UCX engine, naming the peer, or from the peer's gateway,
+  // naming the peer itself. The pair's calls take CAF until a new hello.
+  caf::reacts_to<control_lost_atom, uint64_t>,
   // Membership (registered peers only): the HOST:PORT of every listening
   // member this node knows, and a member a peer learned of (a push).
   caf::replies_to<members_atom>::with<std::vector<std::string>>,

@@ -107,6 +107,20 @@ rdma_metrics::rdma_metrics(prometheus::Registry& r) {
                     .Register(r);
   for (size_t i = 0; i < control_drop_reasons; ++i)
     control_dropped[i] = &dropped.Add({{"reason", to_string(static_cast<control_drop>(i))}});
+  auto& probes = prometheus::BuildCounter()
+                   .Name("ferry_control_probes_total")
+                   .Help("Round trips over the control channel before a peer's calls "
+                         "take it (ok: they do; failed: no answer by the deadline, the "
+                         "peer's calls stay on CAF requests)")
+                   .Register(r);
+  control_probes[0] = &probes.Add({{"result", "ok"}});
+  control_probes[1] = &probes.Add({{"result", "failed"}});
+  control_fallbacks = &prometheus::BuildCounter()
+                         .Name("ferry_control_fallbacks_total")
+                         .Help("Peers moved back to CAF requests after UCX failed a "
+                               "control frame's send, here or at the peer")
+                         .Register(r)
+                         .Add({});
 }
 
 const char* to_string(quarantine_cleared_by c) {

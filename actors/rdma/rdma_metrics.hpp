@@ -39,6 +39,11 @@ struct rdma_metrics {
   prometheus::Gauge* control_peers[2];
   prometheus::Counter* control_calls[2];
   prometheus::Counter* control_dropped[7];
+  // ferry_control_probes_total{result}: the round trip before a peer's
+  // calls take the channel (0 ok, 1 failed); ferry_control_fallbacks_total:
+  // peers moved back to CAF after a failed send.
+  prometheus::Counter* control_probes[2];
+  prometheus::Counter* control_fallbacks;
 };
 
 /// What let a quarantined block go (the cleared_by label).

@@ -49,11 +49,13 @@ void ucx_control_channel::add_peer(uint64_t peer, control_pair_tokens tokens,
                                    caf::node_id node, bool confirmed) {
   protocol_.add_peer(peer, tokens, confirmed);
   nodes_[peer] = std::move(node);
+  fallen_back_.erase(peer); // paired again (the gateway probes before use)
 }
 
 void ucx_control_channel::remove_peer(uint64_t peer) {
   if (nodes_.erase(peer) == 0)
     return;
+  fallen_back_.erase(peer);
   for (auto i = owner_has_.begin(); i != owner_has_.end();)
     i = i->first.first == peer ? owner_has_.erase(i) : std::next(i);
   for (auto& c : protocol_.remove_peer(peer))
@@ -70,34 +72,81 @@ void ucx_control_channel::close() {
 
 bool ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame,
                                uint64_t call_id) {
+  if (fail_sends_after_ > 0 && sends_.posted >= fail_sends_after_) {
+    ++sends_.failed;
+    fall_back(peer, "UCX refused a send (a test hook)");
+    return false;
+  }
   std::string why;
   auto ep = endpoints_(peer, why);
   if (ep == nullptr) {
     ++sends_.failed;
     spdlog::debug("control channel: no endpoint to worker {:016x}: {}", peer, why);
+    fall_back(peer, "no endpoint");
     return false;
   }
-  if (auto st = post_am(ep, control_am_id, std::move(frame), false, &sends_, call_id); !st) {
+  if (auto st = post_am(ep, control_am_id, std::move(frame), false, &sends_, call_id, peer);
+      !st) {
     spdlog::debug("control channel: send to worker {:016x}: {}", peer, st.error_message());
+    fall_back(peer, "UCX refused a send");
     return false;
   }
   return true;
 }
 
+void ucx_control_channel::fall_back(uint64_t peer, const char* why) {
+  if (nodes_.count(peer) == 0 || !fallen_back_.insert(peer).second)
+    return;
+  spdlog::warn("control channel to peer {:016x}: {}; its rendezvous calls go by CAF "
+               "requests until it pairs again",
+               peer, why);
+  if (metrics_ && metrics_->control_fallbacks)
+    metrics_->control_fallbacks->Increment();
+  to_report_.push_back(peer);
+}
+
+void ucx_control_channel::peer_fell_back(uint64_t peer) {
+  if (nodes_.count(peer) == 0)
+    return;
+  if (fallen_back_.insert(peer).second && metrics_ && metrics_->control_fallbacks)
+    metrics_->control_fallbacks->Increment();
+  for (auto& c : protocol_.take_calls_to(peer))
+    c.waiter.deliver(make_error(errc::no_channel, "control channel: the peer fell back to "
+                                                  "CAF requests; the call goes that way"));
+}
+
+void ucx_control_channel::report_fallbacks(caf::blocking_actor* self) {
+  if (to_report_.empty())
+    return;
+  if (watcher_)
+    for (auto peer : to_report_)
+      self->send(watcher_, control_lost_atom::value, peer);
+  to_report_.clear();
+}
+
 bool ucx_control_channel::fail_unsent() {
-  if (sends_.failed_tags.empty())
+  if (sends_.failed_sends.empty())
     return false;
-  auto tags = std::move(sends_.failed_tags);
-  sends_.failed_tags.clear();
-  for (auto id : tags)
-    if (auto c = protocol_.cancel(id))
+  auto failed = std::move(sends_.failed_sends);
+  sends_.failed_sends.clear();
+  for (const auto& f : failed) {
+    fall_back(f.to, "UCX failed a send");
+    if (f.tag == 0)
+      continue; // an answer or a one-way call: nobody here waits on it
+    if (auto c = protocol_.cancel(f.tag))
       c->waiter.deliver(make_error(errc::io_error, "the control frame to the peer was not sent"));
+  }
   return true;
 }
 
 void ucx_control_channel::call(uint64_t peer, control_op op, std::string_view body,
                                bool one_way, std::chrono::milliseconds timeout,
                                caf::response_promise rp) {
+  if (fallen_back_.count(peer) > 0) { // back on CAF until it pairs again
+    if (rp.pending())
+      rp.deliver(make_error(errc::no_channel, "control channel: the peer fell back to CAF"));
+    return;
+  }
   auto deadline = clock_type::now() + timeout;
   // A one-way call's promise is answered at once: nothing waits on it.
   auto made = protocol_.call_peer(peer, op, body, one_way, deadline,
@@ -164,6 +213,12 @@ void ucx_control_channel::handle(caf::blocking_actor* self, ucx_am_message msg) 
   }
   if (auto* c = std::get_if<protocol::incoming_call>(&got)) {
     ++calls_received_;
+    if (c->op == control_op::probe) { // answered here: frames reach us, ours go back
+      if (!c->one_way)
+        if (auto frame = protocol_.answer_frame(*c, {}, {}))
+          send(c->peer, std::move(*frame), 0);
+      return;
+    }
     auto node = nodes_.find(c->peer);
     if (!owner_ || node == nodes_.end())
       return; // registered in the protocol means registered here
@@ -192,11 +247,13 @@ void ucx_control_channel::handle(caf::blocking_actor* self, ucx_am_message msg) 
 bool ucx_control_channel::poll(caf::blocking_actor* self) {
   bool any = false;
   while (auto msg = inbox_->next()) {
-    handle(self, std::move(*msg));
+    if (!drop_arrivals_)
+      handle(self, std::move(*msg));
     any = true;
   }
   if (fail_unsent())
     any = true;
+  report_fallbacks(self);
   for (auto& c : protocol_.expire(clock_type::now())) {
     c.waiter.deliver(caf::make_error(caf::sec::request_timeout));
     any = true;
@@ -212,6 +269,7 @@ std::string ucx_control_channel::stat() const {
   }
   const auto& in = inbox_->stats();
   return nlohmann::json{{"peers", nodes_.size()},
+                        {"fallen_back", fallen_back_.size()},
                         {"calls_out", protocol_.calls_out()},
                         {"sent", sends_.posted},
                         {"send_failures", sends_.failed},

@@ -10,6 +10,12 @@
 //   deadline or its peer going away delivers its promise exactly once.
 // - A peer's call goes to the owner actor with the peer's node; the
 //   owner's answer comes back (answer()/fail()) and leaves as a frame.
+// - A probe (control_op::probe) it answers itself: the gateway's proof that
+//   frames go both ways before a pair's calls take the channel.
+// - A frame to a peer that UCX failed to send puts the peer back on CAF
+//   requests: its later calls answer no_channel (the consumer makes them by
+//   CAF), and the watcher (the gateway) hears control_lost, until the
+//   peer's next hello pairs the two again.
 // Must never: deliver a frame it could not match to a registered peer, or
 // block: every send is posted and completes in progress.
 #pragma once
@@ -18,6 +24,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
+#include <vector>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -54,7 +62,19 @@ public:
 
   /// Where peers' calls go (the node's owner actor).
   void set_owner(caf::actor owner) { owner_ = std::move(owner); }
+  /// Who hears (control_lost_atom, peer) when a send to a peer failed.
+  void set_watcher(caf::actor watcher) { watcher_ = std::move(watcher); }
+  /// Test hook: every frame that arrives is dropped unread, as where UCX's
+  /// port to this node is closed and CAF's is open.
+  void drop_arrivals_for_test(bool on) { drop_arrivals_ = on; }
+  /// Test hook: after `n` frames (0: never), every send is refused as UCX
+  /// refuses one on a broken endpoint.
+  void fail_sends_after_for_test(uint64_t n) { fail_sends_after_ = n; }
 
+  /// The peer's gateway says a send of its own failed: the peer fell back
+  /// to CAF, and the calls out to it, whose answers may not come, are
+  /// answered no_channel (the consumer makes them again by CAF).
+  void peer_fell_back(uint64_t peer);
   /// A peer's hello agreed on `tokens`; its calls are made on behalf of
   /// `node`. Our calls carry tokens.out once `confirmed` (see confirm()).
   void add_peer(uint64_t peer, control_pair_tokens tokens, caf::node_id node, bool confirmed);
@@ -90,7 +110,8 @@ public:
     return protocol_.next_deadline();
   }
 
-  /// JSON: peers, calls_out, sent, received, send_failures, dropped {reason}.
+  /// JSON: peers, fallen_back, calls_out, sent, received, send_failures,
+  /// dropped {reason}.
   std::string stat() const;
 
 private:
@@ -101,8 +122,14 @@ private:
   /// `call_id` (0: an answer or a one-way call) fails its call should the
   /// send fail later.
   bool send(uint64_t peer, std::vector<uint8_t> frame, uint64_t call_id);
-  /// Calls whose frames UCX failed to send: answered io_error.
+  /// Calls whose frames UCX failed to send: answered io_error (the frame
+  /// may have reached the owner: the call is not made again by CAF); the
+  /// peers they went to fall back to CAF.
   bool fail_unsent();
+  /// A send to `peer` failed: its calls go by CAF until it pairs again.
+  void fall_back(uint64_t peer, const char* why);
+  /// Tells the watcher of the peers that fell back since the last time.
+  void report_fallbacks(caf::blocking_actor* self);
   /// The owner answered a peer's call: the call the answer's frame names.
   protocol::incoming_call answered(uint64_t peer, uint64_t call_id, control_op op);
   void handle(caf::blocking_actor* self, ucx_am_message msg);
@@ -115,7 +142,12 @@ private:
   endpoint_lookup endpoints_;
   rdma_metrics* metrics_;
   caf::actor owner_;
+  caf::actor watcher_;
   std::map<uint64_t, caf::node_id> nodes_; // registered peers
+  std::set<uint64_t> fallen_back_;         // of those, the ones back on CAF
+  std::vector<uint64_t> to_report_;        // fallen back, the watcher not told yet
+  bool drop_arrivals_ = false;
+  uint64_t fail_sends_after_ = 0;
   uint64_t calls_received_ = 0;
   // Peers' two-way calls the owner has, by (peer, call id): the token their
   // answers carry (at most max_owner_calls kept; beyond, the peer's own).

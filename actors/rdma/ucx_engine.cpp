@@ -665,6 +665,14 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
         if (e->control)
           e->control->set_owner(std::move(owner));
       },
+      [&](control_watcher_atom, caf::actor& watcher) {
+        if (e->control)
+          e->control->set_watcher(std::move(watcher));
+      },
+      [&](control_lost_atom, uint64_t worker_id) {
+        if (e->control)
+          e->control->peer_fell_back(worker_id);
+      },
       [&](control_peer_atom, uint64_t worker_id, uint64_t token_out, uint64_t token_in,
           caf::node_id& node, bool confirmed) -> bool {
         if (!e->control || token_out == 0 || token_in == 0)
@@ -804,6 +812,10 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
       e->worker, start.worker_id,
       [raw](uint64_t peer, std::string& why) { return raw->control_endpoint(peer, why); },
       start.metrics);
+    if (e->control && start.faults.drop_control_frames)
+      e->control->drop_arrivals_for_test(true);
+    if (e->control)
+      e->control->fail_sends_after_for_test(start.faults.fail_control_sends_after);
   }
   worker_address = e->worker.address();
   auto shared_worker = e->worker.shared_native();

@@ -65,7 +65,16 @@ struct ucx_engine_faults {
   // went out: a peer's emulated GET waits that long (and gives up first
   // when its own bound is shorter), then is served.
   std::chrono::milliseconds serve_delay{0};
+  // Every control frame that arrives is dropped unread (UCX's port to this
+  // node closed, CAF's open): the peers' probes get no answer.
+  bool drop_control_frames = false;
+  // After this many control frames (0: never), every send is refused.
+  uint64_t fail_control_sends_after = 0;
 };
+
+/// The engine answers a control-channel call by its deadline; a request to
+/// it waits this much longer, so the engine's answer (or timeout) decides.
+inline constexpr std::chrono::milliseconds channel_call_margin{1000};
 
 struct rdma_metrics;
 
@@ -131,6 +140,12 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///     keys, abandon its GETs, close its endpoint
 ///   (control_owner_atom, caf::actor owner)  where peers' control-channel
 ///     calls go
+///   (control_watcher_atom, caf::actor gateway)  who hears
+///     (control_lost_atom, uint64_t worker_id): a send to the peer failed,
+///     its calls answer no_channel until it pairs again
+///   (control_lost_atom, uint64_t worker_id)  the peer's gateway says a send
+///     of its own failed: the same, and the calls out to it answer
+///     no_channel (made again by CAF)
 ///   (control_peer_atom, uint64_t worker_id, uint64_t token_out,
 ///    uint64_t token_in, caf::node_id node, bool confirmed) -> bool  a
 ///     peer's pair tokens (a hello); our calls carry token_out once
@@ -140,7 +155,8 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///   (control_call_atom, uint64_t worker_id, uint8_t op, std::string body,
 ///    uint64_t timeout_ms) -> (chunk_bytes body, chunk_bytes payload)  a
 ///     call to the peer's owner over the channel (errors: the owner's,
-///     request_timeout, peer_down, not_registered without a channel)
+///     request_timeout, peer_down, io_error, no_channel: nothing was sent);
+///     op probe: the peer's engine answers (empty) itself
 ///   (control_tell_atom, uint64_t worker_id, uint8_t op, std::string body)
 ///     a one-way call
 ///   (control_answer_atom, ...), (control_error_atom, ...)  the owner's

@@ -593,9 +593,11 @@ channel_answer dispatch_channel_call(owner_ptr self, control_op op, const std::s
       return from(answer_release(self, body));
     case control_op::lease_renew:
       return from(answer_renew(self, body));
+    case control_op::probe: // the engine answers it; never the owner's
+      break;
   }
   channel_answer a;
-  a.error = make_error(errc::protocol_violation, "unknown control op");
+  a.error = make_error(errc::protocol_violation, "not an owner's control op");
   return a;
 }
 

@@ -54,10 +54,6 @@ struct owner_route {
   }
 };
 
-/// The engine answers a channel call by its deadline; the request to it
-/// waits this much longer, so the engine's answer (or its timeout) decides.
-inline constexpr std::chrono::milliseconds channel_call_margin{1000};
-
 /// The control channel's op for each of the owner's CAF calls.
 constexpr control_op op_of(rv_metadata_atom) { return control_op::metadata; }
 constexpr control_op op_of(rv_ref_atom) { return control_op::ref; }

@@ -385,6 +385,7 @@ struct HostileOwner : ::testing::Test {
           return refuse();
         },
         [=](control_ready_atom, uint64_t) {},
+        [=](control_lost_atom, uint64_t) {},
         [=](members_atom) -> caf::result<std::vector<std::string>> { return refuse(); },
         [=](member_atom, const std::string&) {},
         [=](ucx_goodbye_atom, uint64_t) {},

@@ -2,7 +2,9 @@
 // agree on it at their hello and make their rendezvous calls as UCX active
 // messages, over tcp and over shared memory; the kill switch keeps CAF
 // requests; a caller's leases are its node's, and end with it; a dead
-// owner fails the calls out to it at once. Asserted through the metrics
+// owner fails the calls out to it at once; a pair whose probe gets no
+// answer (UCX's port closed) keeps CAF requests, and a pair whose frame
+// fails to send goes back to them. Asserted through the metrics
 // (ferry_control_calls_total, ferry_control_channel), the engine's stat and
 // the bytes' checksums.
 #include <gtest/gtest.h>
@@ -42,6 +44,16 @@ node_config local_config() {
 
 double calls(node& n, const char* channel) {
   return test::registry_value(n.metrics_registry(), "ferry_control_calls_total", "channel",
+                              channel);
+}
+
+double probes(node& n, const char* result) {
+  return test::registry_value(n.metrics_registry(), "ferry_control_probes_total", "result",
+                              result);
+}
+
+double peers_on(node& n, const char* channel) {
+  return test::registry_value(n.metrics_registry(), "ferry_control_channel", "channel",
                               channel);
 }
 
@@ -136,6 +148,10 @@ TEST_P(ControlChannelCluster, RendezvousCallsGoOverActiveMessagesBothWays) {
     auto h = stage_remotely(bytes, pinned);
     get_and_check(h, bytes);
   }
+  // Each side proved the channel with one round trip before using it.
+  EXPECT_EQ(probes(*local, "ok"), 1);
+  EXPECT_EQ(probes(*local, "failed"), 0);
+  EXPECT_EQ(scraped(*remote, "ferry_control_probes_total{result=\"ok\"}"), 1);
   EXPECT_GE(calls(*local, "ucx_am"), 8); // acquires, 3 pulls, the RDMA hold, releases
   EXPECT_EQ(calls(*local, "caf"), 0);
   EXPECT_GE(scraped(*remote, "ferry_control_calls_total{channel=\"ucx_am\"}"), 5);
@@ -230,4 +246,76 @@ TEST_P(ControlChannelCluster, AnOwnerThatDiesFailsTheCallsOutToItAtOnce) {
   EXPECT_TRUE(is(r.error(), errc::peer_down)) << describe(r.error());
   EXPECT_TRUE(eventually([&] { return channel_stat(*local)["calls_out"] == 0; }));
   EXPECT_GT(calls(*local, "ucx_am"), 4);
+}
+
+TEST_P(ControlChannelCluster, APeerThatFramesDoNotReachKeepsCafRequests) {
+  // The remote drops every frame that reaches it, as where UCX's port to it
+  // is closed and CAF's is open: our probe gets no answer by its deadline.
+  auto cfg = local_config();
+  cfg.request_timeout_ms = 2000; // the probe's deadline
+  start({"--test-drop-control-frames"}, cfg);
+  ASSERT_TRUE(eventually([&] { return probes(*local, "failed") == 1; }));
+  EXPECT_EQ(probes(*local, "ok"), 0);
+  EXPECT_EQ(peers_on(*local, "ucx_am"), 0);
+  EXPECT_EQ(peers_on(*local, "caf"), 1);
+  // The remote never heard ctl_ready: its calls stay on CAF too.
+  EXPECT_EQ(scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}"), 0);
+  EXPECT_EQ(scraped(*remote, "ferry_control_probes_total{result=\"ok\"}"), 0);
+  auto bytes = test::payload(1536 * KiB_, 11);
+  auto h = stage_remotely(bytes, false); // the remote calls our owner
+  get_and_check(h, bytes);               // we call the remote's
+  EXPECT_GE(calls(*local, "caf"), 4);
+  EXPECT_EQ(calls(*local, "ucx_am"), 0);
+  EXPECT_GE(scraped(*remote, "ferry_control_calls_total{channel=\"caf\"}"), 4);
+  EXPECT_EQ(scraped(*remote, "ferry_control_calls_total{channel=\"ucx_am\"}"), 0);
+}
+
+TEST_P(ControlChannelCluster, ANodeThatDropsTheProbesAnswerKeepsCafRequests) {
+  if (GetParam() != "tcp")
+    GTEST_SKIP() << "one transport is enough for the other side";
+  auto cfg = local_config();
+  cfg.request_timeout_ms = 2000;
+  cfg.test_drop_control_frames = true; // the remote's answer never reaches us
+  start({}, cfg);
+  ASSERT_TRUE(eventually([&] { return probes(*local, "failed") == 1; }));
+  EXPECT_EQ(peers_on(*local, "ucx_am"), 0);
+  EXPECT_EQ(scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}"), 0);
+  auto bytes = test::payload(4 * KiB_, 12);
+  get_and_check(stage_remotely(bytes, false), bytes);
+  EXPECT_EQ(calls(*local, "ucx_am"), 0);
+  EXPECT_EQ(scraped(*remote, "ferry_control_calls_total{channel=\"ucx_am\"}"), 0);
+}
+
+TEST_P(ControlChannelCluster, AFrameThatFailsToSendPutsThePairBackOnCafRequests) {
+  if (GetParam() != "tcp")
+    GTEST_SKIP() << "one transport is enough for the fallback";
+  auto cfg = local_config();
+  cfg.test_fail_control_sends_after = 2; // our probe and our answer to the remote's
+  start({}, cfg);
+  ASSERT_TRUE(eventually([&] {
+    return peers_on(*local, "ucx_am") == 1
+           && scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}") == 1;
+  }));
+  // Our first call's frame is refused: the call goes by CAF instead, and
+  // the pair leaves the channel, on both sides.
+  auto bytes = test::payload(1536 * KiB_, 13);
+  auto mine = client->register_data(bytes);
+  ASSERT_TRUE(mine);
+  auto h = client->adopt(remote_gateway(), *mine, false); // the remote pulls by the channel
+  ASSERT_TRUE(h) << describe(h.error());
+  get_and_check(*h, bytes);
+  ASSERT_TRUE(eventually([&] {
+    return peers_on(*local, "ucx_am") == 0
+           && scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}") == 0;
+  }));
+  EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_control_fallbacks_total"),
+            1);
+  EXPECT_EQ(channel_stat(*local)["fallen_back"], 1);
+  EXPECT_EQ(calls(*local, "ucx_am"), 0);
+  EXPECT_GE(calls(*local, "caf"), 4);
+  // From then on, the remote's calls go by CAF too.
+  auto caf_before = scraped(*remote, "ferry_control_calls_total{channel=\"caf\"}");
+  auto more = test::payload(4 * KiB_, 14);
+  get_and_check(stage_remotely(more, false), more);
+  EXPECT_GT(scraped(*remote, "ferry_control_calls_total{channel=\"caf\"}"), caf_before);
 }
