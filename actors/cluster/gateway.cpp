@@ -42,9 +42,11 @@ struct gateway_state {
   // A peer's token from its hello, which our frames carry only once it says
   // ctl_ready (its engine knows it then): sent earlier, they would be dropped.
   std::map<uint64_t, uint64_t> pending_token_out;
-  // Each peer's pairing, counted up at each of its hellos: a probe's answer
-  // counts only for the pairing it was sent for.
+  // Each peer's pairing, a fresh number at each of its hellos and when the
+  // channel to it is lost: a probe's answer counts only for the pairing it
+  // was sent in. Never reused (one counter for all peers, only going up).
   std::map<uint64_t, uint64_t> pairing;
+  uint64_t last_pairing = 0;
   bool stopping = false;        // the node's stop began: no new work
   // Shared with the exit functor, which may run after the state is gone.
   std::shared_ptr<std::vector<caf::actor>> workers
@@ -124,8 +126,22 @@ void control_is_ready(gateway_ptr self, uint64_t worker_id) {
   update_channel_gauge(self);
 }
 
-/// The peer's calls leave the channel for CAF requests (a send to it failed).
+/// A new pairing with the peer: probes sent before it no longer count.
+uint64_t new_pairing(gateway_ptr self, uint64_t worker_id) {
+  return self->state.pairing[worker_id] = ++self->state.last_pairing;
+}
+
+/// True while `pairing` is the registered peer's latest.
+bool is_current(gateway_ptr self, uint64_t worker_id, uint64_t pairing) {
+  auto i = self->state.pairing.find(worker_id);
+  return i != self->state.pairing.end() && i->second == pairing
+         && self->state.peers.count(worker_id) > 0;
+}
+
+/// The peer's calls leave the channel for CAF requests (a send to it
+/// failed, here or there), and a probe still out for it no longer counts.
 void control_is_lost(gateway_ptr self, uint64_t worker_id) {
+  new_pairing(self, worker_id);
   if (self->state.control_ready.erase(worker_id) == 0)
     return;
   if (auto& dir = self->state.params.directory)
@@ -138,15 +154,14 @@ void control_is_lost(gateway_ptr self, uint64_t worker_id) {
 /// One round trip over the channel to `worker_id` (its engine answers an
 /// empty probe itself) before the pair's calls take it: where UCX cannot
 /// reach a peer that CAF can (UCX's ports closed), they stay on CAF.
-/// Calls done(true) when the answer came back by the deadline for the
-/// pairing it was sent in. The deadline is half the request timeout (at
-/// most 5 s): the dialler's add_peer, a request itself, waits on it.
+/// Calls done(true) when the answer came back by the deadline and
+/// `pairing` is still the peer's. The deadline is half the request timeout
+/// (at most 5 s): the dialler's add_peer, a request itself, waits on it.
 template <class Done>
-void probe_channel(gateway_ptr self, uint64_t worker_id, Done done) {
+void probe_channel(gateway_ptr self, uint64_t worker_id, uint64_t pairing, Done done) {
   const auto& engine = self->state.params.engine;
   auto timeout = std::min<std::chrono::milliseconds>(
     self->state.params.node->request_timeout / 2, std::chrono::seconds{5});
-  auto pairing = self->state.pairing[worker_id];
   auto counted = [=](bool ok) {
     if (auto* m = self->state.params.metrics)
       m->control_probes[ok ? 0 : 1]->Increment();
@@ -156,10 +171,10 @@ void probe_channel(gateway_ptr self, uint64_t worker_id, Done done) {
                 static_cast<uint64_t>(timeout.count()))
     .then(
       [=](const chunk_bytes&, const chunk_bytes&) mutable {
-        counted(true);
-        auto i = self->state.pairing.find(worker_id);
-        done(i != self->state.pairing.end() && i->second == pairing
-             && self->state.peers.count(worker_id) > 0);
+        bool current = is_current(self, worker_id, pairing);
+        if (current) // a stale answer decides nothing: not counted
+          counted(true);
+        done(current);
       },
       [=](caf::error& err) mutable {
         counted(false);
@@ -202,7 +217,7 @@ void add_peer(gateway_ptr self, peer_hello peer) {
   if (const auto& lost = self->state.params.node->lost)
     lost->back(peer.worker_id);
   self->state.control_ready.erase(peer.worker_id); // until this hello's tokens are in
-  ++self->state.pairing[peer.worker_id];
+  new_pairing(self, peer.worker_id);
   auto [i, added] = self->state.peers.insert_or_assign(peer.worker_id, peer);
   if (added) {
     // A client (port 0: ferry stat, get, put) comes and goes: not news.
@@ -368,6 +383,7 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       // peer hears that its calls to us may too.
       auto rp = self->make_response_promise<caf::ok_atom>();
       auto wid = peer.worker_id;
+      auto pairing = self->state.pairing[wid];
       auto their_gateway = caf::actor_cast<gateway_actor>(peer.gateway);
       // A probe first: its answer proves that frames go both ways. If it
       // never comes, the pair keeps CAF requests. The dialler hears back
@@ -377,7 +393,7 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
           rp.deliver(caf::ok_atom::value);
           return;
         }
-        probe_channel(self, wid, [=](bool ok) mutable {
+        probe_channel(self, wid, pairing, [=](bool ok) mutable {
           if (ok) {
             control_is_ready(self, wid);
             self->send(their_gateway, control_ready_atom::value,
@@ -401,6 +417,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         return;
       auto token_out = pending->second;
       self->state.pending_token_out.erase(pending);
+      auto pairing = self->state.pairing[worker_id];
+      auto their_gateway = caf::actor_cast<gateway_actor>(i->second.gateway);
       // Its engine knows the token now: ours calls with it from here on.
       const auto& engine = self->state.params.engine;
       self->request(engine.actor(), self->state.params.node->request_timeout,
@@ -409,9 +427,16 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
           [=](bool on) {
             if (!on || self->state.peers.count(worker_id) == 0)
               return;
-            probe_channel(self, worker_id, [=](bool ok) {
-              if (ok)
+            probe_channel(self, worker_id, pairing, [=](bool ok) {
+              if (ok) {
                 control_is_ready(self, worker_id);
+                return;
+              }
+              // The peer's probe went through, ours did not: its calls to
+              // us go back to CAF too (their answers may not reach it).
+              if (is_current(self, worker_id, pairing))
+                self->send(their_gateway, control_lost_atom::value,
+                           self->state.params.identity.worker_id);
             });
           },
           [=](caf::error& err) {
@@ -427,8 +452,9 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         return;
       if (sender->node() == self->node()) {
         // Our engine: a send to the peer failed. The peer hears it by CAF,
-        // since its calls to us would need our answers to get through.
-        if (self->state.control_ready.count(worker_id) == 0)
+        // since its calls to us would need our answers to get through
+        // (also when ours are not on the channel yet: its may be).
+        if (self->state.control_peers.count(worker_id) == 0)
           return;
         control_is_lost(self, worker_id);
         self->send(caf::actor_cast<gateway_actor>(i->second.gateway), control_lost_atom::value,

@@ -1,5 +1,6 @@
 #include "actors/rdma/ucx_control_channel.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <caf/blocking_actor.hpp>
@@ -50,6 +51,7 @@ void ucx_control_channel::add_peer(uint64_t peer, control_pair_tokens tokens,
   protocol_.add_peer(peer, tokens, confirmed);
   nodes_[peer] = std::move(node);
   fallen_back_.erase(peer); // paired again (the gateway probes before use)
+  to_report_.erase(std::remove(to_report_.begin(), to_report_.end(), peer), to_report_.end());
 }
 
 void ucx_control_channel::remove_peer(uint64_t peer) {
@@ -139,13 +141,13 @@ bool ucx_control_channel::fail_unsent() {
   return true;
 }
 
-void ucx_control_channel::call(uint64_t peer, control_op op, std::string_view body,
+bool ucx_control_channel::call(uint64_t peer, control_op op, std::string_view body,
                                bool one_way, std::chrono::milliseconds timeout,
                                caf::response_promise rp) {
   if (fallen_back_.count(peer) > 0) { // back on CAF until it pairs again
     if (rp.pending())
       rp.deliver(make_error(errc::no_channel, "control channel: the peer fell back to CAF"));
-    return;
+    return false;
   }
   auto deadline = clock_type::now() + timeout;
   // A one-way call's promise is answered at once: nothing waits on it.
@@ -158,16 +160,19 @@ void ucx_control_channel::call(uint64_t peer, control_op op, std::string_view bo
                                                                 : errc::no_channel;
     if (rp.pending())
       rp.deliver(make_error(code, std::string{"control channel: "} + to_string(*refused)));
-    return;
+    return false;
   }
   auto& out = std::get<protocol::outgoing>(made);
-  if (!send(peer, std::move(out.frame), one_way ? 0 : out.call_id) && !one_way) {
+  if (!send(peer, std::move(out.frame), one_way ? 0 : out.call_id)) {
+    if (one_way)
+      return false;
     if (auto c = protocol_.cancel(out.call_id)) // nothing went out: by CAF instead
       c->waiter.deliver(make_error(errc::no_channel, "control channel: the frame was not sent"));
-    return;
+    return false;
   }
   if (one_way && rp.pending())
     rp.deliver(chunk_bytes{}, chunk_bytes{});
+  return true;
 }
 
 ucx_control_channel::protocol::incoming_call

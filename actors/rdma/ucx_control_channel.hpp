@@ -87,7 +87,8 @@ public:
 
   /// A consumer's call (the promise answers it with (chunk_bytes body,
   /// chunk_bytes payload) or an error); a one-way one is sent and forgotten.
-  void call(uint64_t peer, control_op op, std::string_view body, bool one_way,
+  /// False when nothing went out (for a two-way call, its promise says why).
+  bool call(uint64_t peer, control_op op, std::string_view body, bool one_way,
             std::chrono::milliseconds timeout, caf::response_promise rp);
 
   /// The owner's answer to a peer's call, or its error answer.

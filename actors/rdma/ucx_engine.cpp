@@ -691,10 +691,14 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
         e->control->call(worker_id, static_cast<control_op>(op), body, false,
                          std::chrono::milliseconds{timeout_ms}, rp);
       },
-      [&](control_tell_atom, uint64_t worker_id, uint8_t op, std::string& body) {
-        if (e->control && op > 0 && op <= control_op_max)
-          e->control->call(worker_id, static_cast<control_op>(op), body, true,
-                           std::chrono::milliseconds{0}, caf::response_promise{});
+      [&](control_tell_atom, uint64_t worker_id, uint8_t op, std::string& body,
+          caf::actor& owner, caf::message& by_caf) {
+        bool sent = e->control && op > 0 && op <= control_op_max
+                    && e->control->call(worker_id, static_cast<control_op>(op), body, true,
+                                        std::chrono::milliseconds{0},
+                                        caf::response_promise{});
+        if (!sent && owner) // nothing went out: the same call by CAF
+          self->send(owner, std::move(by_caf));
       },
       [&](control_answer_atom, uint64_t worker_id, uint64_t call_id, uint8_t op,
           std::string& json, chunk_bytes& bytes) {

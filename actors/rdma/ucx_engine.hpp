@@ -157,8 +157,9 @@ using ucx_forget_atom = caf::atom_constant<caf::atom("ucx_forget")>;
 ///     call to the peer's owner over the channel (errors: the owner's,
 ///     request_timeout, peer_down, io_error, no_channel: nothing was sent);
 ///     op probe: the peer's engine answers (empty) itself
-///   (control_tell_atom, uint64_t worker_id, uint8_t op, std::string body)
-///     a one-way call
+///   (control_tell_atom, uint64_t worker_id, uint8_t op, std::string body,
+///    caf::actor owner, caf::message by_caf)  a one-way call; where the
+///     channel sends nothing (the peer fell back), by_caf goes to owner
 ///   (control_answer_atom, ...), (control_error_atom, ...)  the owner's
 ///     answer to a peer's call (actors/rendezvous/owner_interface.hpp)
 ///   (stat_atom) -> std::string  JSON: control_channel (null when off), rkey_cache {hits, unpacks, evictions,

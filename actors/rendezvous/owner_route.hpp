@@ -166,8 +166,12 @@ template <class Atom>
 void tell_owner(const owner_route& r, Atom atom, std::string body) {
   r.count();
   if (r.over_channel()) {
+    // The engine sends it by CAF itself (by_caf) where the channel sends
+    // nothing (the peer fell back, or is no longer on it).
+    auto by_caf = caf::make_message(atom, body);
     caf::anon_send(r.channel.actor(), control_tell_atom::value, r.worker_id,
-                   static_cast<uint8_t>(op_of(atom)), std::move(body));
+                   static_cast<uint8_t>(op_of(atom)), std::move(body),
+                   caf::actor_cast<caf::actor>(r.owner), std::move(by_caf));
     r.channel.wake();
     return;
   }

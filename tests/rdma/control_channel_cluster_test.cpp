@@ -195,10 +195,9 @@ TEST_P(ControlChannelCluster, ACallersLeasesAreItsNodesAndEndWithIt) {
   cfg.transfer_timeout_ms = 3000; // with the next: bound our adopt request,
   cfg.request_timeout_ms = 5000;  // whose node dies (16 s)
   start({}, cfg);
+  // The remote's calls take the channel once its own probe came back.
   ASSERT_TRUE(eventually([&] {
-    return test::registry_value(local->metrics_registry(), "ferry_control_channel",
-                                "channel", "ucx_am")
-           == 1;
+    return scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}") == 1;
   }));
   auto mine = client->register_data(test::payload(8 * 512 * KiB_, 3));
   ASSERT_TRUE(mine);
@@ -296,8 +295,9 @@ TEST_P(ControlChannelCluster, AFrameThatFailsToSendPutsThePairBackOnCafRequests)
     return peers_on(*local, "ucx_am") == 1
            && scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}") == 1;
   }));
-  // Our first call's frame is refused: the call goes by CAF instead, and
-  // the pair leaves the channel, on both sides.
+  // Our third frame, the answer to the remote's first call, is refused: the
+  // pair leaves the channel on both sides, the remote's call, whose answer
+  // cannot come, is made again by CAF, and so are our calls after.
   auto bytes = test::payload(1536 * KiB_, 13);
   auto mine = client->register_data(bytes);
   ASSERT_TRUE(mine);
