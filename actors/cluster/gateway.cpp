@@ -381,9 +381,12 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       // Both engines know the pair's tokens once ours does (the peer's took
       // them before it answered): our calls go by the channel, and the
       // peer hears that its calls to us may too.
-      auto rp = self->make_response_promise<caf::ok_atom>();
       auto wid = peer.worker_id;
-      auto pairing = self->state.pairing[wid];
+      auto known = self->state.pairing.find(wid);
+      if (known == self->state.pairing.end()) // not registered (this node itself)
+        return caf::ok_atom::value;
+      auto pairing = known->second;
+      auto rp = self->make_response_promise<caf::ok_atom>();
       auto their_gateway = caf::actor_cast<gateway_actor>(peer.gateway);
       // A probe first: its answer proves that frames go both ways. If it
       // never comes, the pair keeps CAF requests. The dialler hears back

@@ -697,8 +697,11 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
                     && e->control->call(worker_id, static_cast<control_op>(op), body, true,
                                         std::chrono::milliseconds{0},
                                         caf::response_promise{});
-        if (!sent && owner) // nothing went out: the same call by CAF
-          self->send(owner, std::move(by_caf));
+        // Nothing went out: the same call by CAF, anonymous, as the
+        // consumer's own would be (sent as the engine, the owner's answer
+        // would come here, and the engine's refusal of it would end the owner).
+        if (!sent && owner)
+          caf::anon_send(owner, std::move(by_caf));
       },
       [&](control_answer_atom, uint64_t worker_id, uint64_t call_id, uint8_t op,
           std::string& json, chunk_bytes& bytes) {
