@@ -217,13 +217,13 @@ void ucx_control_channel::handle(caf::blocking_actor* self, ucx_am_message msg) 
     return;
   }
   if (auto* c = std::get_if<protocol::incoming_call>(&got)) {
-    ++calls_received_;
     if (c->op == control_op::probe) { // answered here: frames reach us, ours go back
       if (!c->one_way)
         if (auto frame = protocol_.answer_frame(*c, {}, {}))
           send(c->peer, std::move(*frame), 0);
-      return;
+      return; // not an owner's call: not counted in calls_received
     }
+    ++calls_received_;
     auto node = nodes_.find(c->peer);
     if (!owner_ || node == nodes_.end())
       return; // registered in the protocol means registered here

@@ -207,7 +207,10 @@ TEST_P(ControlChannelCluster, ACallersLeasesAreItsNodesAndEndWithIt) {
                              [&] { return client->adopt(remote_gateway(), *mine, false); });
   ASSERT_TRUE(eventually([&] {
     return test::registry_value(local->metrics_registry(), "ferry_rendezvous_leases") == 1
-           && channel_stat(*local)["calls_received"].get<int>() >= 3;
+           && channel_stat(*local)["calls_received"].get<int>() >= 3
+           && test::registry_value(local->metrics_registry(),
+                                   "ferry_rendezvous_chunks_served_total")
+                >= 2;
   }));
   EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_rendezvous_chunks_served_total"),
             2);
