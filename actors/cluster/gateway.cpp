@@ -78,6 +78,16 @@ bool is_registered(gateway_ptr self, const caf::strong_actor_ptr& sender) {
   return false;
 }
 
+/// The registered peer `worker_id` when the message being handled comes from
+/// its node; null otherwise: a peer speaks for itself only.
+const peer_hello* sent_by_peer(gateway_ptr self, uint64_t worker_id) {
+  auto sender = self->current_sender();
+  auto i = self->state.peers.find(worker_id);
+  if (!sender || i == self->state.peers.end() || i->second.gateway.node() != sender->node())
+    return nullptr;
+  return &i->second;
+}
+
 /// Refuses new work once the node's stop began.
 caf::error refuse_if_stopping(gateway_ptr self, const char* what) {
   if (!self->state.stopping)
@@ -408,20 +418,16 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
       return rp;
     },
     [=](control_ready_atom, uint64_t worker_id) {
-      // Only the peer itself: a registered peer on the sender's node whose
-      // tokens our engine has.
-      auto sender = self->current_sender();
-      auto i = self->state.peers.find(worker_id);
+      // Only the peer itself, whose tokens our engine has.
+      const auto* peer = sent_by_peer(self, worker_id);
       auto pending = self->state.pending_token_out.find(worker_id);
-      if (!sender || i == self->state.peers.end()
-          || i->second.gateway.node() != sender->node()
-          || self->state.control_peers.count(worker_id) == 0
+      if (!peer || self->state.control_peers.count(worker_id) == 0
           || pending == self->state.pending_token_out.end())
         return;
       auto token_out = pending->second;
       self->state.pending_token_out.erase(pending);
       auto pairing = self->state.pairing[worker_id];
-      auto their_gateway = caf::actor_cast<gateway_actor>(i->second.gateway);
+      auto their_gateway = caf::actor_cast<gateway_actor>(peer->gateway);
       // Its engine knows the token now: ours calls with it from here on.
       const auto& engine = self->state.params.engine;
       self->request(engine.actor(), self->state.params.node->request_timeout,
@@ -450,27 +456,27 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
     },
     [=](control_lost_atom, uint64_t worker_id) {
       auto sender = self->current_sender();
-      auto i = self->state.peers.find(worker_id);
-      if (!sender || i == self->state.peers.end())
-        return;
-      if (sender->node() == self->node()) {
+      if (sender && sender->node() == self->node()) {
         // Our engine: a send to the peer failed. The peer hears it by CAF,
         // since its calls to us would need our answers to get through
         // (also when ours are not on the channel yet: its may be).
-        if (self->state.control_peers.count(worker_id) == 0)
+        auto i = self->state.peers.find(worker_id);
+        if (i == self->state.peers.end() || self->state.control_peers.count(worker_id) == 0)
           return;
         control_is_lost(self, worker_id);
         self->send(caf::actor_cast<gateway_actor>(i->second.gateway), control_lost_atom::value,
                    self->state.params.identity.worker_id);
-      } else if (i->second.gateway.node() == sender->node()) {
-        // The peer itself: our calls out to it may never be answered (its
-        // answers fail to send); our engine answers them no_channel, and
-        // the consumers make them again by CAF.
-        control_is_lost(self, worker_id);
-        if (const auto& engine = self->state.params.engine) {
-          caf::anon_send(engine.actor(), control_lost_atom::value, worker_id);
-          engine.wake();
-        }
+        return;
+      }
+      if (!sent_by_peer(self, worker_id))
+        return;
+      // The peer itself: our calls out to it may never be answered (its
+      // answers fail to send); our engine answers them no_channel, and the
+      // consumers make them again by CAF.
+      control_is_lost(self, worker_id);
+      if (const auto& engine = self->state.params.engine) {
+        caf::anon_send(engine.actor(), control_lost_atom::value, worker_id);
+        engine.wake();
       }
     },
     [=](members_atom) -> caf::result<std::vector<std::string>> {
@@ -490,12 +496,8 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         caf::anon_send(m, member_atom::value, ep);
     },
     [=](ucx_goodbye_atom, uint64_t worker_id) {
-      // Only the peer itself may close our endpoint to it: the worker id
-      // must be a registered peer on the sender's node.
-      auto sender = self->current_sender();
-      auto i = self->state.peers.find(worker_id);
-      if (!sender || i == self->state.peers.end()
-          || i->second.gateway.node() != sender->node()) {
+      // Only the peer itself may close our endpoint to it.
+      if (!sent_by_peer(self, worker_id)) {
         spdlog::debug("a UCX goodbye naming worker {:016x} ignored: not from it",
                       worker_id);
         return;
@@ -508,10 +510,7 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
     },
     [=](ucx_fence_atom, uint64_t worker_id) -> caf::result<bool> {
       // Only the peer itself asks after the GETs this node posted to it.
-      auto sender = self->current_sender();
-      auto i = self->state.peers.find(worker_id);
-      if (!sender || i == self->state.peers.end()
-          || i->second.gateway.node() != sender->node())
+      if (!sent_by_peer(self, worker_id))
         return make_error(errc::not_registered,
                           "a UCX fence answers the registered peer it names only");
       const auto& engine = self->state.params.engine;

@@ -96,22 +96,27 @@ bool ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame,
   return true;
 }
 
-void ucx_control_channel::fall_back(uint64_t peer, const char* why) {
+bool ucx_control_channel::mark_fallen_back(uint64_t peer) {
   if (nodes_.count(peer) == 0 || !fallen_back_.insert(peer).second)
+    return false;
+  if (metrics_ && metrics_->control_fallbacks)
+    metrics_->control_fallbacks->Increment();
+  return true;
+}
+
+void ucx_control_channel::fall_back(uint64_t peer, const char* why) {
+  if (!mark_fallen_back(peer))
     return;
   spdlog::warn("control channel to peer {:016x}: {}; its rendezvous calls go by CAF "
                "requests until it pairs again",
                peer, why);
-  if (metrics_ && metrics_->control_fallbacks)
-    metrics_->control_fallbacks->Increment();
   to_report_.push_back(peer);
 }
 
 void ucx_control_channel::peer_fell_back(uint64_t peer) {
   if (nodes_.count(peer) == 0)
     return;
-  if (fallen_back_.insert(peer).second && metrics_ && metrics_->control_fallbacks)
-    metrics_->control_fallbacks->Increment();
+  mark_fallen_back(peer); // (or already)
   for (auto& c : protocol_.take_calls_to(peer))
     c.waiter.deliver(make_error(errc::no_channel, "control channel: the peer fell back to "
                                                   "CAF requests; the call goes that way"));

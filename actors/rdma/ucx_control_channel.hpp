@@ -127,6 +127,9 @@ private:
   /// may have reached the owner: the call is not made again by CAF); the
   /// peers they went to fall back to CAF.
   bool fail_unsent();
+  /// A registered peer goes back to CAF (counted); false when it is not
+  /// registered or already had.
+  bool mark_fallen_back(uint64_t peer);
   /// A send to `peer` failed: its calls go by CAF until it pairs again.
   void fall_back(uint64_t peer, const char* why);
   /// Tells the watcher of the peers that fell back since the last time.

@@ -819,10 +819,10 @@ ucx_engine_ref spawn_ucx_engine(caf::actor_system& sys, ucx_engine_start start,
       e->worker, start.worker_id,
       [raw](uint64_t peer, std::string& why) { return raw->control_endpoint(peer, why); },
       start.metrics);
-    if (e->control && start.faults.drop_control_frames)
-      e->control->drop_arrivals_for_test(true);
-    if (e->control)
+    if (e->control) {
+      e->control->drop_arrivals_for_test(start.faults.drop_control_frames);
       e->control->fail_sends_after_for_test(start.faults.fail_control_sends_after);
+    }
   }
   worker_address = e->worker.address();
   auto shared_worker = e->worker.shared_native();
