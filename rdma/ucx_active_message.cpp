@@ -25,6 +25,8 @@ struct send_holder {
 
 void send_done(void* request, ucs_status_t status, void* user_data) {
   auto* h = static_cast<send_holder*>(user_data);
+  if (h->stats)
+    --h->stats->in_flight;
   if (status != UCS_OK && h->stats) {
     ++h->stats->failed;
     if (h->tag != 0 || h->to != 0)
@@ -192,6 +194,8 @@ ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool wa
   }
   if (r == nullptr)
     delete h; // sent at once: the callback is not called
+  else if (stats)
+    ++stats->in_flight;
   return {};
 }
 

@@ -115,6 +115,9 @@ struct ucx_am_failed_send {
 struct ucx_am_send_stats {
   uint64_t posted = 0;
   uint64_t failed = 0; // refused at post, or completed with an error
+  // Posted and not completed yet (a rendezvous send needs the sender's
+  // progress until the receiver has pulled its bytes).
+  uint64_t in_flight = 0;
   // The sends posted with a tag or a receiver that then completed with an
   // error (the owner of the stats takes them out).
   std::vector<ucx_am_failed_send> failed_sends;

@@ -283,6 +283,7 @@ std::string ucx_control_channel::stat() const {
                         {"calls_out", protocol_.calls_out()},
                         {"sent", sends_.posted},
                         {"send_failures", sends_.failed},
+                        {"sends_in_flight", sends_.in_flight},
                         {"calls_received", calls_received_},
                         {"answers_received", answers_received_},
                         {"inbox",

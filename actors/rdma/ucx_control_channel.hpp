@@ -103,9 +103,13 @@ public:
 
   /// Peers registered, or calls out: the worker must progress for them.
   bool active() const noexcept { return !nodes_.empty() || protocol_.calls_out() > 0; }
-  /// An answer is due soon: a call of ours is out, or the owner has a
-  /// peer's call (the engine then polls briefly instead of sleeping).
-  bool awaiting() const noexcept { return protocol_.calls_out() > 0 || !owner_has_.empty(); }
+  /// An answer is due soon, or one is on its way: a call of ours is out,
+  /// the owner has a peer's call, or a frame is still being sent (a chunk's
+  /// rendezvous moves only while this side progresses). The engine then
+  /// polls briefly instead of sleeping.
+  bool awaiting() const noexcept {
+    return protocol_.calls_out() > 0 || !owner_has_.empty() || sends_.in_flight > 0;
+  }
   /// When the next call expires, if any is out.
   std::optional<clock_type::time_point> next_deadline() const {
     return protocol_.next_deadline();

@@ -113,6 +113,28 @@ TEST_P(ControlChannelUcx, FramesOfEverySizeComeBackWhole) {
   EXPECT_TRUE(child.quit());
 }
 
+// The engine keeps progressing while a frame is still being sent
+// (ucx_control_channel::awaiting): a chunk sent by rendezvous moves only
+// while its sender progresses, so the stats count it until it completes.
+TEST_P(ControlChannelUcx, ASendIsInFlightUntilItCompletes) {
+  test::owner_child child(GetParam(), 4096, true);
+  ASSERT_TRUE(child.ok()) << child.error();
+  caller c(GetParam(), child.offer());
+  ASSERT_TRUE(c.stack.ok()) << c.stack.error;
+  auto frame = chunk_frame(7, 4u << 20); // far above any eager limit
+  ASSERT_TRUE(c.send(frame));
+  EXPECT_EQ(c.sends.in_flight, 1u); // the receiver has not pulled it yet
+  auto m = c.await_message();
+  ASSERT_TRUE(m) << "no echo within " << bound.count() << " s";
+  EXPECT_EQ(m->bytes.size(), frame.size());
+  ASSERT_TRUE(c.progress_until([&] { return c.sends.in_flight == 0; }))
+    << "in flight " << c.sends.in_flight;
+  EXPECT_EQ(c.sends.posted, 1u);
+  EXPECT_EQ(c.sends.failed, 0u);
+  c.inbox.reset();
+  EXPECT_TRUE(child.quit());
+}
+
 TEST_P(ControlChannelUcx, AnInboxTakesNothingOverItsBounds) {
   test::owner_child child(GetParam(), 4096, true);
   ASSERT_TRUE(child.ok()) << child.error();
