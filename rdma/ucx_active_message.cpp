@@ -18,15 +18,17 @@ ucs_status_t take_message(void* arg, const void*, size_t, void* data, size_t len
 /// The bytes of one send, kept until UCX completes it.
 struct send_holder {
   std::vector<uint8_t> bytes;
-  ucx_am_send_stats* stats = nullptr;
+  std::shared_ptr<ucx_am_send_stats> stats;
   uint64_t tag = 0;
   uint64_t to = 0;
 };
 
 void send_done(void* request, ucs_status_t status, void* user_data) {
   auto* h = static_cast<send_holder*>(user_data);
-  if (h->stats)
+  if (h->stats) {
     --h->stats->in_flight;
+    h->stats->in_flight_changed = std::chrono::steady_clock::now();
+  }
   if (status != UCS_OK && h->stats) {
     ++h->stats->failed;
     if (h->tag != 0 || h->to != 0)
@@ -175,7 +177,8 @@ std::optional<ucx_am_message> ucx_am_inbox::next() {
 }
 
 ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
-                   ucx_am_send_stats* stats, uint64_t tag, uint64_t to) {
+                   const std::shared_ptr<ucx_am_send_stats>& stats, uint64_t tag,
+                   uint64_t to) {
   auto* h = new send_holder{std::move(bytes), stats, tag, to};
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK
@@ -194,8 +197,10 @@ ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool wa
   }
   if (r == nullptr)
     delete h; // sent at once: the callback is not called
-  else if (stats)
+  else if (stats) {
     ++stats->in_flight;
+    stats->in_flight_changed = std::chrono::steady_clock::now();
+  }
   return {};
 }
 

@@ -12,6 +12,7 @@
 // send's bytes while UCX may still read them.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -116,8 +117,11 @@ struct ucx_am_send_stats {
   uint64_t posted = 0;
   uint64_t failed = 0; // refused at post, or completed with an error
   // Posted and not completed yet (a rendezvous send needs the sender's
-  // progress until the receiver has pulled its bytes).
+  // progress until the receiver has pulled its bytes), and when that count
+  // last changed (a send that never completes, to a dead peer, is seen
+  // as stuck by how long nothing changed).
   uint64_t in_flight = 0;
+  std::chrono::steady_clock::time_point in_flight_changed{};
   // The sends posted with a tag or a receiver that then completed with an
   // error (the owner of the stats takes them out).
   std::vector<ucx_am_failed_send> failed_sends;
@@ -125,10 +129,12 @@ struct ucx_am_send_stats {
 
 /// Posts `bytes` as message `id` on `ep` (`want_reply`: the receiver gets a
 /// reply endpoint). The bytes are kept until UCX completes the send, then
-/// freed; a send that fails later is counted in `stats` (which must outlive
-/// the worker's progress), and, when posted with a `tag` or a receiver `to`
-/// (not 0), kept in its failed_sends. An error: UCX refused it at once.
+/// freed; a send that fails later is counted in `stats` (kept alive by the
+/// send until UCX completes it, which may be when the worker goes, after
+/// the poster), and, when posted with a `tag` or a receiver `to` (not 0),
+/// kept in its failed_sends. An error: UCX refused it at once.
 ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
-                   ucx_am_send_stats* stats, uint64_t tag = 0, uint64_t to = 0);
+                   const std::shared_ptr<ucx_am_send_stats>& stats, uint64_t tag = 0,
+                   uint64_t to = 0);
 
 } // namespace ferry

@@ -74,20 +74,20 @@ void ucx_control_channel::close() {
 
 bool ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame,
                                uint64_t call_id) {
-  if (fail_sends_after_ > 0 && sends_.posted >= fail_sends_after_) {
-    ++sends_.failed;
+  if (fail_sends_after_ > 0 && sends_->posted >= fail_sends_after_) {
+    ++sends_->failed;
     fall_back(peer, "UCX refused a send (a test hook)");
     return false;
   }
   std::string why;
   auto ep = endpoints_(peer, why);
   if (ep == nullptr) {
-    ++sends_.failed;
+    ++sends_->failed;
     spdlog::debug("control channel: no endpoint to worker {:016x}: {}", peer, why);
     fall_back(peer, "no endpoint");
     return false;
   }
-  if (auto st = post_am(ep, control_am_id, std::move(frame), false, &sends_, call_id, peer);
+  if (auto st = post_am(ep, control_am_id, std::move(frame), false, sends_, call_id, peer);
       !st) {
     spdlog::debug("control channel: send to worker {:016x}: {}", peer, st.error_message());
     fall_back(peer, "UCX refused a send");
@@ -132,10 +132,10 @@ void ucx_control_channel::report_fallbacks(caf::blocking_actor* self) {
 }
 
 bool ucx_control_channel::fail_unsent() {
-  if (sends_.failed_sends.empty())
+  if (sends_->failed_sends.empty())
     return false;
-  auto failed = std::move(sends_.failed_sends);
-  sends_.failed_sends.clear();
+  auto failed = std::move(sends_->failed_sends);
+  sends_->failed_sends.clear();
   for (const auto& f : failed) {
     fall_back(f.to, "UCX failed a send");
     if (f.tag == 0)
@@ -281,9 +281,9 @@ std::string ucx_control_channel::stat() const {
   return nlohmann::json{{"peers", nodes_.size()},
                         {"fallen_back", fallen_back_.size()},
                         {"calls_out", protocol_.calls_out()},
-                        {"sent", sends_.posted},
-                        {"send_failures", sends_.failed},
-                        {"sends_in_flight", sends_.in_flight},
+                        {"sent", sends_->posted},
+                        {"send_failures", sends_->failed},
+                        {"sends_in_flight", sends_->in_flight},
                         {"calls_received", calls_received_},
                         {"answers_received", answers_received_},
                         {"inbox",

@@ -108,15 +108,24 @@ public:
   /// rendezvous moves only while this side progresses). The engine then
   /// polls briefly instead of sleeping.
   bool awaiting() const noexcept {
-    return protocol_.calls_out() > 0 || !owner_has_.empty() || sends_.in_flight > 0;
+    return protocol_.calls_out() > 0 || !owner_has_.empty() || sending();
   }
+  /// Frames still being sent whose count changed lately: a send that has
+  /// not completed for stuck_send_after (a peer that died or stopped) does
+  /// not keep the engine polling.
+  bool sending() const noexcept {
+    return sends_->in_flight > 0
+           && clock_type::now() - sends_->in_flight_changed < stuck_send_after;
+  }
+  static constexpr auto stuck_send_after = std::chrono::milliseconds{50};
   /// When the next call expires, if any is out.
   std::optional<clock_type::time_point> next_deadline() const {
     return protocol_.next_deadline();
   }
 
-  /// JSON: peers, fallen_back, calls_out, sent, received, send_failures,
-  /// dropped {reason}.
+  /// JSON: peers, fallen_back, calls_out, sent, send_failures,
+  /// sends_in_flight, calls_received, answers_received, inbox, dropped
+  /// {reason}.
   std::string stat() const;
 
 private:
@@ -142,9 +151,9 @@ private:
   protocol::incoming_call answered(uint64_t peer, uint64_t call_id, control_op op);
   void handle(caf::blocking_actor* self, ucx_am_message msg);
 
-  // First, so destroyed last: sends UCX completes while the inbox or the
-  // endpoints go still count here.
-  ucx_am_send_stats sends_;
+  // Shared with every send out (ucx_active_message.hpp): UCX may complete
+  // the last of them when the worker goes, after this channel.
+  std::shared_ptr<ucx_am_send_stats> sends_ = std::make_shared<ucx_am_send_stats>();
   std::unique_ptr<ucx_am_inbox> inbox_;
   protocol protocol_;
   endpoint_lookup endpoints_;

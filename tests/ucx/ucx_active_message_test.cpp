@@ -52,7 +52,7 @@ struct caller {
   }
 
   ucx_status send(std::vector<uint8_t> bytes) {
-    return post_am(stack.ep->native(), test::am_echo_call, std::move(bytes), true, &sends);
+    return post_am(stack.ep->native(), test::am_echo_call, std::move(bytes), true, sends_ptr);
   }
 
   /// Progresses until `done()` holds or the bound passes.
@@ -77,7 +77,9 @@ struct caller {
 
   test::ucx_stack stack;
   std::unique_ptr<ucx_am_inbox> inbox;
-  ucx_am_send_stats sends;
+  // Shared with the sends out (post_am): valid whenever UCX completes one.
+  std::shared_ptr<ucx_am_send_stats> sends_ptr = std::make_shared<ucx_am_send_stats>();
+  ucx_am_send_stats& sends = *sends_ptr;
 };
 
 class ControlChannelUcx : public ::testing::TestWithParam<std::string> {};

@@ -219,7 +219,7 @@ int run_child(int fd, std::size_t region_bytes, bool active_messages) {
   if (!worker)
     return child_fail(fd, worker.error_message());
   std::unique_ptr<ucx_am_inbox> echo;
-  ucx_am_send_stats echo_sends;
+  auto echo_sends = std::make_shared<ucx_am_send_stats>(); // outlives every echo sent
   if (active_messages) {
     auto inbox = ucx_am_inbox::listen(*worker, am_echo_call);
     if (!inbox)
@@ -268,7 +268,7 @@ int run_child(int fd, std::size_t region_bytes, bool active_messages) {
       if (!m)
         break;
       if (m->reply_ep != nullptr)
-        post_am(m->reply_ep, am_echo_answer, std::move(m->bytes), false, &echo_sends);
+        post_am(m->reply_ep, am_echo_answer, std::move(m->bytes), false, echo_sends);
     }
   }
   echo.reset(); // its handler goes before the worker
