@@ -62,6 +62,21 @@ double scraped(const node_process& p, const std::string& series) {
   return v < 0 ? 0 : v;
 }
 
+/// The same three for the remote node, from its scraped metrics.
+double metric_of(const node_process& p, const char* name, const char* label,
+                 const char* value) {
+  return scraped(p, std::string{name} + "{" + label + "=\"" + value + "\"}");
+}
+double calls(const node_process& p, const char* channel) {
+  return metric_of(p, "ferry_control_calls_total", "channel", channel);
+}
+double probes(const node_process& p, const char* result) {
+  return metric_of(p, "ferry_control_probes_total", "result", result);
+}
+double peers_on(const node_process& p, const char* channel) {
+  return metric_of(p, "ferry_control_channel", "channel", channel);
+}
+
 nlohmann::json channel_stat(node& n) {
   caf::scoped_actor self{n.system()};
   nlohmann::json out;
@@ -133,7 +148,7 @@ INSTANTIATE_TEST_SUITE_P(Transports, ControlChannelCluster, ::testing::Values("t
 TEST_P(ControlChannelCluster, RendezvousCallsGoOverActiveMessagesBothWays) {
   start();
   ASSERT_TRUE(eventually([&] {
-    return scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}") == 1;
+    return peers_on(*remote, "ucx_am") == 1;
   }));
   EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_control_channel", "channel",
                                  "ucx_am"),
@@ -151,11 +166,11 @@ TEST_P(ControlChannelCluster, RendezvousCallsGoOverActiveMessagesBothWays) {
   // Each side proved the channel with one round trip before using it.
   EXPECT_EQ(probes(*local, "ok"), 1);
   EXPECT_EQ(probes(*local, "failed"), 0);
-  EXPECT_EQ(scraped(*remote, "ferry_control_probes_total{result=\"ok\"}"), 1);
+  EXPECT_EQ(probes(*remote, "ok"), 1);
   EXPECT_GE(calls(*local, "ucx_am"), 8); // acquires, 3 pulls, the RDMA hold, releases
   EXPECT_EQ(calls(*local, "caf"), 0);
-  EXPECT_GE(scraped(*remote, "ferry_control_calls_total{channel=\"ucx_am\"}"), 5);
-  EXPECT_EQ(scraped(*remote, "ferry_control_calls_total{channel=\"caf\"}"), 0);
+  EXPECT_GE(calls(*remote, "ucx_am"), 5);
+  EXPECT_EQ(calls(*remote, "caf"), 0);
   auto stat = channel_stat(*local);
   EXPECT_EQ(stat["peers"], 1);
   EXPECT_GE(stat["calls_received"].get<int>(), 5); // the remote's adopts
@@ -183,7 +198,7 @@ TEST_P(ControlChannelCluster, TheKillSwitchOnOneNodeKeepsCafRequestsBetweenThem)
   EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_control_channel", "channel",
                                  "caf"),
             1);
-  EXPECT_EQ(scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}"), 0);
+  EXPECT_EQ(peers_on(*remote, "ucx_am"), 0);
   EXPECT_EQ(channel_stat(*local)["peers"], 0); // the remote offered no token
 }
 
@@ -197,7 +212,7 @@ TEST_P(ControlChannelCluster, ACallersLeasesAreItsNodesAndEndWithIt) {
   start({}, cfg);
   // The remote's calls take the channel once its own probe came back.
   ASSERT_TRUE(eventually([&] {
-    return scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}") == 1;
+    return peers_on(*remote, "ucx_am") == 1;
   }));
   auto mine = client->register_data(test::payload(8 * 512 * KiB_, 3));
   ASSERT_TRUE(mine);
@@ -261,15 +276,15 @@ TEST_P(ControlChannelCluster, APeerThatFramesDoNotReachKeepsCafRequests) {
   EXPECT_EQ(peers_on(*local, "ucx_am"), 0);
   EXPECT_EQ(peers_on(*local, "caf"), 1);
   // The remote never heard ctl_ready: its calls stay on CAF too.
-  EXPECT_EQ(scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}"), 0);
-  EXPECT_EQ(scraped(*remote, "ferry_control_probes_total{result=\"ok\"}"), 0);
+  EXPECT_EQ(peers_on(*remote, "ucx_am"), 0);
+  EXPECT_EQ(probes(*remote, "ok"), 0);
   auto bytes = test::payload(1536 * KiB_, 11);
   auto h = stage_remotely(bytes, false); // the remote calls our owner
   get_and_check(h, bytes);               // we call the remote's
   EXPECT_GE(calls(*local, "caf"), 4);
   EXPECT_EQ(calls(*local, "ucx_am"), 0);
-  EXPECT_GE(scraped(*remote, "ferry_control_calls_total{channel=\"caf\"}"), 4);
-  EXPECT_EQ(scraped(*remote, "ferry_control_calls_total{channel=\"ucx_am\"}"), 0);
+  EXPECT_GE(calls(*remote, "caf"), 4);
+  EXPECT_EQ(calls(*remote, "ucx_am"), 0);
 }
 
 TEST_P(ControlChannelCluster, ANodeThatDropsTheProbesAnswerKeepsCafRequests) {
@@ -281,11 +296,11 @@ TEST_P(ControlChannelCluster, ANodeThatDropsTheProbesAnswerKeepsCafRequests) {
   start({}, cfg);
   ASSERT_TRUE(eventually([&] { return probes(*local, "failed") == 1; }));
   EXPECT_EQ(peers_on(*local, "ucx_am"), 0);
-  EXPECT_EQ(scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}"), 0);
+  EXPECT_EQ(peers_on(*remote, "ucx_am"), 0);
   auto bytes = test::payload(4 * KiB_, 12);
   get_and_check(stage_remotely(bytes, false), bytes);
   EXPECT_EQ(calls(*local, "ucx_am"), 0);
-  EXPECT_EQ(scraped(*remote, "ferry_control_calls_total{channel=\"ucx_am\"}"), 0);
+  EXPECT_EQ(calls(*remote, "ucx_am"), 0);
 }
 
 TEST_P(ControlChannelCluster, AFrameThatFailsToSendPutsThePairBackOnCafRequests) {
@@ -296,7 +311,7 @@ TEST_P(ControlChannelCluster, AFrameThatFailsToSendPutsThePairBackOnCafRequests)
   start({}, cfg);
   ASSERT_TRUE(eventually([&] {
     return peers_on(*local, "ucx_am") == 1
-           && scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}") == 1;
+           && peers_on(*remote, "ucx_am") == 1;
   }));
   // Our third frame, the answer to the remote's first call, is refused: the
   // pair leaves the channel on both sides, the remote's call, whose answer
@@ -309,7 +324,7 @@ TEST_P(ControlChannelCluster, AFrameThatFailsToSendPutsThePairBackOnCafRequests)
   get_and_check(*h, bytes);
   ASSERT_TRUE(eventually([&] {
     return peers_on(*local, "ucx_am") == 0
-           && scraped(*remote, "ferry_control_channel{channel=\"ucx_am\"}") == 0;
+           && peers_on(*remote, "ucx_am") == 0;
   }));
   EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_control_fallbacks_total"),
             1);
@@ -317,8 +332,8 @@ TEST_P(ControlChannelCluster, AFrameThatFailsToSendPutsThePairBackOnCafRequests)
   EXPECT_EQ(calls(*local, "ucx_am"), 0);
   EXPECT_GE(calls(*local, "caf"), 4);
   // From then on, the remote's calls go by CAF too.
-  auto caf_before = scraped(*remote, "ferry_control_calls_total{channel=\"caf\"}");
+  auto caf_before = calls(*remote, "caf");
   auto more = test::payload(4 * KiB_, 14);
   get_and_check(stage_remotely(more, false), more);
-  EXPECT_GT(scraped(*remote, "ferry_control_calls_total{channel=\"caf\"}"), caf_before);
+  EXPECT_GT(calls(*remote, "caf"), caf_before);
 }
