@@ -144,7 +144,7 @@ void add_knob_options(CLI::App& sub, bench::ferry_knobs& k) {
                  "CAF scheduler threads of the ferry rows (0: default)");
   sub.add_flag("--chunked-ucx", k.chunked_ucx,
                "The chunked rows with UCX on both nodes and the RDMA path off: "
-               "with FERRY_CONTROL_CHANNEL=auto their calls take the control channel");
+               "their calls take the control channel (FERRY_CONTROL_CHANNEL=caf: CAF requests)");
 }
 
 } // namespace

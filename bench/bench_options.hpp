@@ -24,9 +24,9 @@ struct ferry_knobs {
   // The consumers' --eager-max (chunked rows; -1: ferry's default). 0 runs
   // every small get the two-round-trip way, for a before/after in one run.
   int64_t consumer_eager_max = -1;
-  // The chunked rows run UCX on both nodes (the RDMA path off), so with
-  // FERRY_CONTROL_CHANNEL=auto their rendezvous calls take the control
-  // channel (UCX active messages), else CAF requests between the same pair.
+  // The chunked rows run UCX on both nodes (the RDMA path off), so their
+  // rendezvous calls take the control channel (UCX active messages; CAF
+  // requests between the same pair with FERRY_CONTROL_CHANNEL=caf).
   bool chunked_ucx = false;
 };
 

@@ -17,6 +17,8 @@ const char* to_string(control_channel_reason r) noexcept {
       return "both_ucx_am";
     case control_channel_reason::forced_caf:
       return "forced_caf";
+    case control_channel_reason::inside_tls:
+      return "inside_tls";
     case control_channel_reason::no_ucx_here:
       return "no_ucx_here";
     case control_channel_reason::peer_without_am:
@@ -26,7 +28,15 @@ const char* to_string(control_channel_reason r) noexcept {
 }
 
 const char* to_string(control_channel_setting s) noexcept {
-  return s == control_channel_setting::caf ? "caf" : "auto";
+  switch (s) {
+    case control_channel_setting::caf:
+      return "caf";
+    case control_channel_setting::ucx_am:
+      return "ucx_am";
+    case control_channel_setting::automatic:
+      break;
+  }
+  return "auto";
 }
 
 std::optional<control_channel_setting> parse_control_channel_setting(std::string_view s) {
@@ -34,19 +44,24 @@ std::optional<control_channel_setting> parse_control_channel_setting(std::string
     return control_channel_setting::automatic;
   if (s == "caf")
     return control_channel_setting::caf;
+  if (s == "ucx_am")
+    return control_channel_setting::ucx_am;
   return std::nullopt;
 }
 
-bool serves_control_channel(control_channel_setting mine, bool ucx_here) noexcept {
-  return ucx_here && mine == control_channel_setting::automatic;
+bool serves_control_channel(control_channel_setting mine, bool ucx_here, bool tls) noexcept {
+  using s = control_channel_setting;
+  return ucx_here && (mine == s::ucx_am || (mine == s::automatic && !tls));
 }
 
 control_channel_choice choose_control_channel(control_channel_setting mine,
-                                              bool ucx_here,
+                                              bool ucx_here, bool tls,
                                               const std::vector<std::string>& peer_caps) {
   using reason = control_channel_reason;
   if (mine == control_channel_setting::caf)
     return {control_channel::caf, reason::forced_caf};
+  if (tls && mine == control_channel_setting::automatic)
+    return {control_channel::caf, reason::inside_tls};
   if (!ucx_here)
     return {control_channel::caf, reason::no_ucx_here};
   if (std::find(peer_caps.begin(), peer_caps.end(), ucx_am_capability) == peer_caps.end())

@@ -19,12 +19,15 @@ inline constexpr std::string_view ucx_am_capability = "ucx_am";
 
 enum class control_channel : uint8_t { caf, ucx_am };
 
-/// The knob: auto (the channel where both nodes can) or caf (never).
-enum class control_channel_setting : uint8_t { automatic, caf };
+/// The knob: auto (the channel where both nodes can, except on a node with
+/// TLS, whose calls stay inside it), ucx_am (as auto, with TLS too) or caf
+/// (never).
+enum class control_channel_setting : uint8_t { automatic, caf, ucx_am };
 
 enum class control_channel_reason : uint8_t {
   both_ucx_am,      // the channel: both nodes serve it
   forced_caf,       // this node's setting is caf
+  inside_tls,       // auto on a node with TLS: the calls stay inside it
   no_ucx_here,      // this node runs without UCX
   peer_without_am,  // the peer did not tell "ucx_am"
 };
@@ -38,11 +41,12 @@ const char* to_string(control_channel c) noexcept;
 const char* to_string(control_channel_reason r) noexcept;
 const char* to_string(control_channel_setting s) noexcept;
 
-/// "auto" or "caf"; none for anything else.
+/// "auto", "ucx_am" or "caf"; none for anything else.
 std::optional<control_channel_setting> parse_control_channel_setting(std::string_view s);
 
-/// Whether this node tells "ucx_am" in its hello.
-bool serves_control_channel(control_channel_setting mine, bool ucx_here) noexcept;
+/// Whether this node serves the channel (tells "ucx_am" in its hello) with
+/// its setting, UCX or not, and TLS on its CAF connections or not.
+bool serves_control_channel(control_channel_setting mine, bool ucx_here, bool tls) noexcept;
 
 /// The hello's capability that offers the channel with the token this node
 /// expects in the peer's frames: "ucx_am:" and 16 hex digits. It goes in one
@@ -61,7 +65,7 @@ std::vector<std::string> shown_capabilities(const std::vector<std::string>& caps
 uint64_t fresh_control_token();
 
 control_channel_choice choose_control_channel(control_channel_setting mine,
-                                              bool ucx_here,
+                                              bool ucx_here, bool tls,
                                               const std::vector<std::string>& peer_caps);
 
 } // namespace ferry

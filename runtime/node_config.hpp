@@ -85,10 +85,11 @@ struct node_config {
   uint64_t ep_idle_timeout_ms = 0;
   bool eager_endpoints = false;
   // The rendezvous calls to peers: "auto" over UCX active messages where
-  // both nodes serve that channel, else CAF requests; "caf" always CAF
-  // requests. FERRY_CONTROL_CHANNEL (auto or caf) overrides it. CAF by
-  // default for now (docs/control-channel.md, "The default").
-  std::string control_channel = "caf";
+  // both nodes serve that channel, else CAF requests, and CAF requests on a
+  // node with TLS (the calls stay inside it); "ucx_am" as auto, under TLS
+  // too; "caf" always CAF requests (the kill switch). FERRY_CONTROL_CHANNEL
+  // overrides it (docs/control-channel.md).
+  std::string control_channel = "auto";
   uint64_t drop_dereg_timeout_ms = 30000;
   // Map the first pooled arena at start. Transparent staging never maps one
   // (a send must not stall on a registration), so without an explicit

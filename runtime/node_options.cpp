@@ -135,10 +135,11 @@ void add_node_options(CLI::App& app, node_config& cfg) {
                  "Wire up a peer's UCX endpoint at its hello, not at its first GET")
     ->capture_default_str();
   app.add_option("--control-channel", cfg.control_channel,
-                 "Rendezvous calls to peers: caf (CAF requests) or auto (UCX active "
-                 "messages where both nodes serve them, else CAF); "
+                 "Rendezvous calls to peers: auto (UCX active messages where both "
+                 "nodes serve them, else CAF requests; CAF requests with --tls-*), "
+                 "ucx_am (as auto, with --tls-* too) or caf (CAF requests); "
                  "FERRY_CONTROL_CHANNEL overrides")
-    ->check(CLI::IsMember({"auto", "caf"}))
+    ->check(CLI::IsMember({"auto", "ucx_am", "caf"}))
     ->capture_default_str();
   app.add_option("--drop-dereg-timeout-ms", cfg.drop_dereg_timeout_ms)
     ->capture_default_str();

@@ -41,7 +41,7 @@ namespace ferry {
 namespace {
 
 /// The node's control-channel setting: FERRY_CONTROL_CHANNEL when it names
-/// one, else the option's (checked by the command line: auto or caf).
+/// one, else the option's (checked by the command line: auto, ucx_am or caf).
 control_channel_setting control_channel_setting_of(const std::string& option) {
   if (const char* env = std::getenv("FERRY_CONTROL_CHANNEL"))
     if (auto s = parse_control_channel_setting(env))
@@ -203,9 +203,12 @@ void node::start_ucx() {
     setenv("UCX_NET_DEVICES", "lo", 0);
   // The stalled-UCX fault hooks need a worker nobody progresses for peers,
   // which the control channel's frames would: they keep CAF requests.
-  bool control_channel = control_channel_setting_of(cfg_.control_channel)
-                           == control_channel_setting::automatic
+  auto setting = control_channel_setting_of(cfg_.control_channel);
+  bool control_channel = serves_control_channel(setting, true, cfg_.tls())
                          && !cfg_.test_stall_ucx && cfg_.test_serve_delay_ms == 0;
+  if (setting == control_channel_setting::automatic && cfg_.tls())
+    spdlog::info("control channel off: with --tls-* the rendezvous calls stay inside "
+                 "TLS as CAF requests (--control-channel ucx_am sends them over UCX)");
   ucx_context_config ucfg;
   ucfg.active_messages = control_channel; // the control channel's frames
   auto ctx = ucx_context::create(ucfg);

@@ -35,11 +35,12 @@ std::string ferry_bin() {
 
 bool control_channel_on() {
   auto c = std::getenv("FERRY_CONTROL_CHANNEL");
-  return c != nullptr && std::string{c} == "auto";
+  return c == nullptr || std::string{c} != "caf";
 }
 
-double caf_control_calls(prometheus::Registry& registry) {
-  return registry_value(registry, "ferry_control_calls_total", "channel", "caf");
+double calls_by_other_channel(prometheus::Registry& registry) {
+  return registry_value(registry, "ferry_control_calls_total", "channel",
+                        control_channel_on() ? "caf" : "ucx_am");
 }
 
 namespace {

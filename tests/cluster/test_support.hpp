@@ -103,15 +103,16 @@ double registry_value(prometheus::Registry& registry, const std::string& name);
 double registry_value(prometheus::Registry& registry, const std::string& name,
                       const std::string& label, const std::string& value);
 
-/// Whether this run turns the control channel on for every node
-/// (FERRY_CONTROL_CHANNEL=auto: the tests ctest names ucx_am_channel:...).
+/// Whether this run's nodes take the control channel (the default, auto),
+/// or CAF requests (FERRY_CONTROL_CHANNEL=caf: the tests ctest names
+/// caf_channel:...).
 bool control_channel_on();
 
-/// The rendezvous calls `registry`'s node made to peers by CAF requests
-/// (ferry_control_calls_total{channel="caf"}): none where this node has
-/// UCX, every peer it called serves the control channel and
-/// control_channel_on().
-double caf_control_calls(prometheus::Registry& registry);
+/// The rendezvous calls `registry`'s node made to peers by the channel this
+/// run is not on (ferry_control_calls_total{channel}): under
+/// FERRY_CONTROL_CHANNEL=caf none ever; else none where the node has UCX
+/// and every peer it called serves the control channel.
+double calls_by_other_channel(prometheus::Registry& registry);
 
 /// A deterministic payload of n bytes.
 byte_buffer payload(size_t n, uint64_t seed = 1);

@@ -76,6 +76,12 @@ std::set<uint64_t> tls_members(const node_process& n, const std::string& as = "c
   return test::listed_members(n, test_certs().args(as)).value_or(std::set<uint64_t>{});
 }
 
+/// The rendezvous calls `n` made to peers by `channel` (caf or ucx_am).
+double control_calls(node& n, const char* channel) {
+  return test::registry_value(n.metrics_registry(), "ferry_control_calls_total", "channel",
+                              channel);
+}
+
 node_config tls_client(const std::string& name) {
   node_config c;
   c.listen = false;
@@ -108,6 +114,44 @@ TEST(TlsCluster, MembersOfTheCAJoinAndMoveBytes) {
   auto back = client.get(*copy);
   ASSERT_TRUE(back) << describe(back.error());
   EXPECT_EQ(checksum64(back->bytes.data(), back->bytes.size()), checksum64(bytes.data(), bytes.size()));
+  // The control channel's default (auto) keeps the calls inside TLS: CAF
+  // requests, though both nodes have UCX.
+  EXPECT_GT(control_calls(local, "caf"), 0);
+  EXPECT_EQ(control_calls(local, "ucx_am"), 0);
+  EXPECT_EQ(test::registry_value(local.metrics_registry(), "ferry_control_channel", "channel",
+                                 "ucx_am"),
+            0);
+}
+
+// --control-channel ucx_am on both nodes: the rendezvous calls take UCX
+// active messages with TLS on all the same (outside it, as the RDMA GETs).
+TEST(TlsCluster, UcxAmTakesTheControlChannelWithTlsOn) {
+  unsetenv("FERRY_CONTROL_CHANNEL"); // the options decide
+  node_process a{join(test_certs().args("a"), {"--control-channel", "ucx_am"})};
+  auto cfg = tls_client("client");
+  cfg.control_channel = "ucx_am";
+  node local{cfg};
+  ASSERT_FALSE(local.start());
+  if (!local.has_ucx())
+    GTEST_SKIP() << "built without UCX";
+  auto ha = local.connect(a.endpoint());
+  ASSERT_TRUE(ha) << describe(ha.error());
+  ASSERT_TRUE(eventually([&] {
+    return test::registry_value(local.metrics_registry(), "ferry_control_channel", "channel",
+                                "ucx_am")
+           == 1;
+  }));
+  blocking_client client{local};
+  auto bytes = test::payload(1536 << 10, 12); // three chunks
+  auto h = client.register_data(bytes);
+  ASSERT_TRUE(h);
+  auto copy = client.adopt(caf::actor_cast<gateway_actor>(ha->gateway), *h);
+  ASSERT_TRUE(copy) << describe(copy.error());
+  auto back = client.get(*copy);
+  ASSERT_TRUE(back) << describe(back.error());
+  EXPECT_EQ(checksum64(back->bytes.data(), back->bytes.size()), checksum64(bytes.data(), bytes.size()));
+  EXPECT_GT(control_calls(local, "ucx_am"), 0);
+  EXPECT_EQ(control_calls(local, "caf"), 0);
 }
 
 // CAF 0.17.6 cuts a dialled connection whose handshake is still under way

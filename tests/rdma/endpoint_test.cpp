@@ -222,14 +222,28 @@ TEST_P(Endpoints, EagerWireupMakesTheFirstGetSkipTheWireup) {
   EXPECT_EQ(local_endpoints()["created"], 1u) << "the first GET used the eager endpoint";
 }
 
+// The control channel's probe wires a peer's endpoint up at its hello (the
+// next test), so this one runs both nodes on CAF requests.
 TEST_P(Endpoints, WithoutEagerWireupTheFirstGetCreatesTheEndpoint) {
-  start({}, node_config{});
+  node_config cfg;
+  cfg.control_channel = "caf";
+  start({"--control-channel", "caf"}, cfg);
   EXPECT_EQ(local_endpoints()["created"], 0u);
   auto bytes = test::payload(1 * MiB_, 9);
   auto h = stage_on_peer(bytes);
   EXPECT_TRUE(get_and_check(h, bytes));
   EXPECT_EQ(local_endpoints()["created"], 1u);
   EXPECT_EQ(local_endpoints()["closed"]["idle"], 0u) << "the reaper is off by default";
+}
+
+TEST_P(Endpoints, TheControlChannelWiresUpTheEndpointAtTheHello) {
+  start({}, node_config{}); // the default: the channel where both serve it
+  ASSERT_TRUE(eventually([&] { return local_endpoints()["created"] == 1u; }, 10s))
+    << local_endpoints().dump();
+  auto bytes = test::payload(1 * MiB_, 11);
+  auto h = stage_on_peer(bytes);
+  EXPECT_TRUE(get_and_check(h, bytes));
+  EXPECT_EQ(local_endpoints()["created"], 1u) << "the GET used the channel's endpoint";
 }
 
 TEST_P(Endpoints, APeerThatLeavesTakesItsEndpointAndTheStopClosesTheRest) {
