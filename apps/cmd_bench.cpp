@@ -192,6 +192,8 @@ void add_bench_command(CLI::App& root) {
   p->add_flag("--rdma", peer->rdma, "ferry-owner: with the UCX transport");
   p->add_flag("--eager-endpoints", peer->knobs.eager_endpoints,
               "ferry-owner: wire up UCX endpoints at the hello");
+  p->add_flag("--caf-control", peer->knobs.caf_control,
+              "ferry-owner: rendezvous calls by CAF requests, not the control channel");
   p->callback([peer] {
     if (int rc = bench::run_peer(*peer); rc != 0)
       throw CLI::RuntimeError(rc);

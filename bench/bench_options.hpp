@@ -21,6 +21,10 @@ struct ferry_knobs {
   std::string scheduler_policy;
   size_t scheduler_threads = 0;
   bool eager_endpoints = false; // set by the _cold_eager rows, on both nodes
+  // Both nodes' rendezvous calls by CAF requests (set by the _cold rows: the
+  // control channel's probe would wire the endpoint up at the hello, and
+  // those rows time the wireup in the first get).
+  bool caf_control = false;
   // The consumers' --eager-max (chunked rows; -1: ferry's default). 0 runs
   // every small get the two-round-trip way, for a before/after in one run.
   int64_t consumer_eager_max = -1;

@@ -15,6 +15,8 @@ std::string owner_peer::start(const ferry_knobs& knobs, bool rdma,
     args.insert(args.end(), {"--scheduler-policy", knobs.scheduler_policy});
   if (knobs.eager_endpoints)
     args.push_back("--eager-endpoints");
+  if (knobs.caf_control)
+    args.push_back("--caf-control");
   if (knobs.chunked_ucx)
     args.push_back("--chunked-ucx");
   if (knobs.scheduler_threads > 0)
@@ -57,6 +59,8 @@ node_config consumer_node_config(const ferry_knobs& knobs, bool rdma) {
   cfg.rdma_enabled = rdma;
   cfg.listen = false;
   cfg.eager_endpoints = knobs.eager_endpoints;
+  if (knobs.caf_control)
+    cfg.control_channel = "caf";
   // The RDMA rows measure the GET at every size: no payload in the answer
   // to the acquire (ferry_chunked's small points take that way).
   if (rdma)

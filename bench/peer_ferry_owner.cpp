@@ -50,6 +50,8 @@ int run_ferry_owner_peer(const peer_options& opts) {
   cfg.ucx = opts.rdma || opts.knobs.chunked_ucx;
   cfg.rdma_enabled = opts.rdma;
   cfg.eager_endpoints = opts.knobs.eager_endpoints;
+  if (opts.knobs.caf_control)
+    cfg.control_channel = "caf";
   if (opts.rdma)
     cfg.rdma_min_bytes = 0;
   if (opts.knobs.chunk_size > 0)

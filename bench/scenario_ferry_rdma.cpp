@@ -6,7 +6,9 @@
 //                into the result, as every caller of get pays
 //   cold:        the first get on a consumer node started and connected just
 //                before (its UCX context, worker and endpoint are new; the
-//                set-up is untimed, the get timed)
+//                set-up is untimed, the get timed). Both nodes on CAF
+//                requests: the control channel's probe would wire the
+//                endpoint up at the hello, as --eager-endpoints does
 //   cold_eager:  the same with --eager-endpoints on both nodes: the set-up
 //                also waits (bounded) for the eager wireup to finish, so the
 //                timed get shows what is left of the first-use cost
@@ -46,6 +48,7 @@ public:
                     rdma_mode mode)
     : knobs_(opts.knobs), transport_(transport), mode_(mode) {
     knobs_.eager_endpoints = mode == rdma_mode::cold_eager;
+    knobs_.caf_control = mode == rdma_mode::cold;
   }
 
   std::string start() override {

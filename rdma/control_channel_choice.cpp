@@ -11,22 +11,6 @@ const char* to_string(control_channel c) noexcept {
   return c == control_channel::ucx_am ? "ucx_am" : "caf";
 }
 
-const char* to_string(control_channel_reason r) noexcept {
-  switch (r) {
-    case control_channel_reason::both_ucx_am:
-      return "both_ucx_am";
-    case control_channel_reason::forced_caf:
-      return "forced_caf";
-    case control_channel_reason::inside_tls:
-      return "inside_tls";
-    case control_channel_reason::no_ucx_here:
-      return "no_ucx_here";
-    case control_channel_reason::peer_without_am:
-      return "peer_without_am";
-  }
-  return "unknown";
-}
-
 const char* to_string(control_channel_setting s) noexcept {
   switch (s) {
     case control_channel_setting::caf:
@@ -52,21 +36,6 @@ std::optional<control_channel_setting> parse_control_channel_setting(std::string
 bool serves_control_channel(control_channel_setting mine, bool ucx_here, bool tls) noexcept {
   using s = control_channel_setting;
   return ucx_here && (mine == s::ucx_am || (mine == s::automatic && !tls));
-}
-
-control_channel_choice choose_control_channel(control_channel_setting mine,
-                                              bool ucx_here, bool tls,
-                                              const std::vector<std::string>& peer_caps) {
-  using reason = control_channel_reason;
-  if (mine == control_channel_setting::caf)
-    return {control_channel::caf, reason::forced_caf};
-  if (tls && mine == control_channel_setting::automatic)
-    return {control_channel::caf, reason::inside_tls};
-  if (!ucx_here)
-    return {control_channel::caf, reason::no_ucx_here};
-  if (std::find(peer_caps.begin(), peer_caps.end(), ucx_am_capability) == peer_caps.end())
-    return {control_channel::caf, reason::peer_without_am};
-  return {control_channel::ucx_am, reason::both_ucx_am};
 }
 
 namespace {

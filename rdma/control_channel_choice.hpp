@@ -1,9 +1,8 @@
-// control_channel_choice: which channel carries the rendezvous calls to one
-// peer (issue 23): UCX active messages when both nodes can, else CAF
-// requests, as before. Decided once per peer, at its hello, from this node's
-// setting and the capabilities the peer told; each reason is a metric label.
-// A node tells the capability "ucx_am" only when it has UCX and its setting
-// lets the channel run, so a peer forced to CAF is seen as one without it.
+// control_channel_choice: whether this node serves the channel that carries
+// the rendezvous calls over UCX active messages (issue 23), from its setting,
+// its UCX and its TLS, and the hello capability that offers it (with the
+// pair token). A peer's calls take the channel when both nodes serve it and
+// the probe round trip answered; CAF requests otherwise.
 #pragma once
 
 #include <cstdint>
@@ -24,21 +23,7 @@ enum class control_channel : uint8_t { caf, ucx_am };
 /// (never).
 enum class control_channel_setting : uint8_t { automatic, caf, ucx_am };
 
-enum class control_channel_reason : uint8_t {
-  both_ucx_am,      // the channel: both nodes serve it
-  forced_caf,       // this node's setting is caf
-  inside_tls,       // auto on a node with TLS: the calls stay inside it
-  no_ucx_here,      // this node runs without UCX
-  peer_without_am,  // the peer did not tell "ucx_am"
-};
-
-struct control_channel_choice {
-  control_channel channel = control_channel::caf;
-  control_channel_reason reason = control_channel_reason::forced_caf;
-};
-
 const char* to_string(control_channel c) noexcept;
-const char* to_string(control_channel_reason r) noexcept;
 const char* to_string(control_channel_setting s) noexcept;
 
 /// "auto", "ucx_am" or "caf"; none for anything else.
@@ -63,9 +48,5 @@ std::vector<std::string> shown_capabilities(const std::vector<std::string>& caps
 
 /// A fresh, unpredictable pair token (never 0).
 uint64_t fresh_control_token();
-
-control_channel_choice choose_control_channel(control_channel_setting mine,
-                                              bool ucx_here, bool tls,
-                                              const std::vector<std::string>& peer_caps);
 
 } // namespace ferry

@@ -56,7 +56,14 @@ void add_client_options(CLI::App& app, node_config& cfg) {
   app.add_option("--scheduler-threads", cfg.scheduler_threads,
                  "CAF scheduler threads (0: half the cores, 1 to 4)")
     ->capture_default_str();
-  app.add_option("--ucx", cfg.ucx, "Add the UCX transport (the RDMA path)")
+  app.add_option("--ucx", cfg.ucx, "Add the UCX transport (the RDMA path, the control channel)")
+    ->capture_default_str();
+  app.add_option("--control-channel", cfg.control_channel,
+                 "Rendezvous calls to peers: auto (UCX active messages where both "
+                 "nodes serve them, else CAF requests; CAF requests with --tls-*), "
+                 "ucx_am (as auto, with --tls-* too) or caf (CAF requests); "
+                 "FERRY_CONTROL_CHANNEL overrides")
+    ->check(CLI::IsMember({"auto", "ucx_am", "caf"}))
     ->capture_default_str();
   app.add_option("--registered-bytes-budget", cfg.registered_bytes_budget,
                  "Cap on registered bytes (destination buffers of GETs)")
@@ -133,13 +140,6 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--eager-endpoints", cfg.eager_endpoints,
                  "Wire up a peer's UCX endpoint at its hello, not at its first GET")
-    ->capture_default_str();
-  app.add_option("--control-channel", cfg.control_channel,
-                 "Rendezvous calls to peers: auto (UCX active messages where both "
-                 "nodes serve them, else CAF requests; CAF requests with --tls-*), "
-                 "ucx_am (as auto, with --tls-* too) or caf (CAF requests); "
-                 "FERRY_CONTROL_CHANNEL overrides")
-    ->check(CLI::IsMember({"auto", "ucx_am", "caf"}))
     ->capture_default_str();
   app.add_option("--drop-dereg-timeout-ms", cfg.drop_dereg_timeout_ms)
     ->capture_default_str();

@@ -42,11 +42,18 @@ namespace {
 
 /// The node's control-channel setting: FERRY_CONTROL_CHANNEL when it names
 /// one, else the option's (checked by the command line: auto, ucx_am or caf).
+/// A value that names none is said, not silently taken for another: the
+/// variable's is ignored, a library caller's option means caf.
 control_channel_setting control_channel_setting_of(const std::string& option) {
-  if (const char* env = std::getenv("FERRY_CONTROL_CHANNEL"))
+  if (const char* env = std::getenv("FERRY_CONTROL_CHANNEL")) {
     if (auto s = parse_control_channel_setting(env))
       return *s;
-  return parse_control_channel_setting(option).value_or(control_channel_setting::caf);
+    spdlog::warn("FERRY_CONTROL_CHANNEL={} is not auto, ucx_am or caf: ignored", env);
+  }
+  if (auto s = parse_control_channel_setting(option))
+    return *s;
+  spdlog::warn("control channel setting '{}' is not auto, ucx_am or caf: caf", option);
+  return control_channel_setting::caf;
 }
 
 } // namespace

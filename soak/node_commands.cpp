@@ -288,6 +288,8 @@ std::string stat(node& n) {
                                         : 0;
   out["fetches_in_flight"] = gauge_sum(n, "ferry_messenger_fetches_in_flight");
   out["streams"] = gauge_sum(n, "ferry_messenger_streams");
+  // The control channel's (null where this node does not serve it).
+  out["control_channel"] = engine.value("control_channel", nlohmann::json{});
   return "ok " + out.dump();
 }
 

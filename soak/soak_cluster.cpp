@@ -30,6 +30,7 @@ node_role role_of(int slot) {
   r.tcp_only = slot % 2 == 1;
   r.small_budget = slot == 2;
   r.kill_switch = slot == 3;
+  r.caf_control = slot == 1; // the others' pairs take the control channel
   return r;
 }
 
@@ -103,6 +104,8 @@ std::string soak_cluster::launch(int index) {
     "--lease-timeout-ms", std::to_string(node_lease_timeout.count())};
   if (role.small_budget)
     args.insert(args.end(), {"--registered-bytes-budget", std::to_string(small_budget_bytes)});
+  if (role.caf_control)
+    args.insert(args.end(), {"--control-channel", "caf"});
   if (index == opts_.test_corrupt_node)
     args.push_back("--test-corrupt-gets");
   if (index == opts_.test_leak_node)

@@ -38,6 +38,7 @@ struct node_role {
   bool tcp_only = false;
   bool small_budget = false;
   bool kill_switch = false;
+  bool caf_control = false; // --control-channel caf: its pairs stay on CAF requests
   bool rdma() const { return !kill_switch; }
 };
 

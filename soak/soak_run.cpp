@@ -183,6 +183,7 @@ int run_soak(soak_options opts) {
                              {"incarnations", cluster.incarnation(i)},
                              {"ucx", role.tcp_only ? "tcp" : "sm,tcp"},
                              {"kill_switch", role.kill_switch},
+                             {"control_channel", role.caf_control ? "caf" : "auto"},
                              {"small_budget", role.small_budget},
                              {"stat", s ? *s : nlohmann::json{}}});
   }

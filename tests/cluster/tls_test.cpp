@@ -96,6 +96,7 @@ node_config tls_client(const std::string& name) {
 } // namespace
 
 TEST(TlsCluster, MembersOfTheCAJoinAndMoveBytes) {
+  unsetenv("FERRY_CONTROL_CHANNEL"); // the default, auto
   node_process a{test_certs().args("a")};
   node_process b{join({"--join", a.endpoint()}, test_certs().args("b"))};
   ASSERT_TRUE(eventually([&] { return tls_members(a).count(b.worker_id()) == 1; }, 20s));
@@ -116,6 +117,8 @@ TEST(TlsCluster, MembersOfTheCAJoinAndMoveBytes) {
   EXPECT_EQ(checksum64(back->bytes.data(), back->bytes.size()), checksum64(bytes.data(), bytes.size()));
   // The control channel's default (auto) keeps the calls inside TLS: CAF
   // requests, though both nodes have UCX.
+  if (!local.has_ucx())
+    return; // without UCX there is no channel to keep off
   EXPECT_GT(control_calls(local, "caf"), 0);
   EXPECT_EQ(control_calls(local, "ucx_am"), 0);
   EXPECT_EQ(test::registry_value(local.metrics_registry(), "ferry_control_channel", "channel",

@@ -40,6 +40,7 @@ struct Endpoints : ::testing::TestWithParam<std::string> {
   void SetUp() override {
     setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
     setenv("UCX_NET_DEVICES", "lo", 1);
+    unsetenv("FERRY_CONTROL_CHANNEL"); // the control channel: as each test says
   }
 
   /// The `ferry node` process (`peer_args` added) and the in-process node.

@@ -53,6 +53,17 @@ TEST(SoakRun, AShortSeededRunWithFaultsLosesAndLeaksNothing) {
   }
   EXPECT_GE(restarted, 1);
   EXPECT_EQ(j["node_state"].size(), 4u);
+  // Slot 1 keeps CAF requests (no channel on it); the other nodes' calls
+  // to each other took the control channel.
+  EXPECT_EQ(j["node_state"][1].value("control_channel", ""), "caf");
+  EXPECT_TRUE(j["node_state"][1]["stat"]["control_channel"].is_null());
+  int received = 0;
+  for (int i : {0, 2, 3}) {
+    const auto& cc = j["node_state"][i]["stat"]["control_channel"];
+    ASSERT_TRUE(cc.is_object()) << i;
+    received += cc.value("calls_received", 0);
+  }
+  EXPECT_GT(received, 0);
   EXPECT_FALSE(j["rss"].empty());
   EXPECT_NE(j.value("replay", "").find("--seed 11"), std::string::npos);
 }
