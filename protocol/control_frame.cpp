@@ -52,6 +52,11 @@ check_fields(control_kind kind, uint8_t op, uint8_t flags, uint64_t call_id,
     return control_frame_refusal::zero_call_id;
   if (sender == 0)
     return control_frame_refusal::zero_sender;
+  // A probe is a two-way call with an empty body and an empty answer (an
+  // error frame may say why it failed).
+  if (op == static_cast<uint8_t>(control_op::probe) && kind != control_kind::error
+      && ((flags & control_flag_one_way) != 0 || body_len != 0))
+    return control_frame_refusal::bad_probe;
   if (body_len > body_bound(kind))
     return control_frame_refusal::body_too_long;
   if (payload_len != 0
@@ -92,6 +97,8 @@ const char* to_string(control_frame_refusal r) noexcept {
       return "payload_too_long";
     case control_frame_refusal::length_mismatch:
       return "length_mismatch";
+    case control_frame_refusal::bad_probe:
+      return "bad_probe";
   }
   return "unknown";
 }

@@ -98,6 +98,7 @@ enum class control_frame_refusal : uint8_t {
   payload_misplaced, // a payload anywhere but an acquire's answer
   payload_too_long, // over max_control_payload
   length_mismatch,  // the stated lengths do not add up to the buffer's
+  bad_probe,        // a probe's call or answer that is one-way or has a body
 };
 
 const char* to_string(control_frame_refusal r) noexcept;

@@ -78,7 +78,8 @@ stop_node() {
       sleep 0.1
     done
     if kill -0 "$pid" 2>/dev/null; then
-      say "node (pid $pid) ignored SIGTERM for ${stop_timeout}s; killing it"
+      say "node (pid $pid) ignored SIGTERM for ${stop_timeout}s; killing it; the end of its log ($state/node-$rank.log):"
+      tail -n 30 "$state/node-$rank.log" >&2 2>/dev/null
       kill -KILL "$pid" 2>/dev/null
       wait "$pid" 2>/dev/null
       return 1

@@ -70,7 +70,9 @@ TEST(ControlFrame, every_kind_and_op_round_trips) {
       f.op = static_cast<control_op>(op);
       f.call_id = 1000 + op;
       f.sender = 3;
-      f.body = body;
+      // A probe and its answer are empty (a_probe_is_two_way_and_empty).
+      bool empty = f.op == control_op::probe && f.kind != control_kind::error;
+      f.body = empty ? std::string_view{} : std::string_view{body};
       if (f.kind == control_kind::call && op == 5)
         f.flags = control_flag_one_way;
       auto bytes = encode_control_frame(f);
@@ -81,7 +83,7 @@ TEST(ControlFrame, every_kind_and_op_round_trips) {
       EXPECT_EQ(r.frame->op, f.op);
       EXPECT_EQ(r.frame->call_id, f.call_id);
       EXPECT_EQ(r.frame->flags, f.flags);
-      EXPECT_EQ(r.frame->body, body);
+      EXPECT_EQ(r.frame->body, f.body);
       EXPECT_TRUE(r.frame->payload.empty());
     }
   }
@@ -135,6 +137,31 @@ TEST(ControlFrame, refusals_name_the_broken_rule) {
   answer[2] = static_cast<uint8_t>(control_kind::answer);
   answer[4] = control_flag_one_way;
   EXPECT_EQ(refusal_of(answer), control_frame_refusal::bad_flags);
+}
+
+TEST(ControlFrame, a_probe_is_two_way_and_empty) {
+  auto probe = call_frame(control_op::probe, 9, "");
+  EXPECT_TRUE(decode_control_frame(encode_control_frame(probe).data(),
+                                   control_frame_header_bytes)
+                .ok());
+  auto with_body = encode_control_frame(probe);
+  with_body.push_back('x');
+  with_body[16] = 1; // body_len
+  EXPECT_EQ(refusal_of(with_body), control_frame_refusal::bad_probe);
+  auto one_way = encode_control_frame(probe);
+  one_way[4] = control_flag_one_way;
+  EXPECT_EQ(refusal_of(one_way), control_frame_refusal::bad_probe);
+  auto answer = encode_control_frame(probe);
+  answer[2] = static_cast<uint8_t>(control_kind::answer);
+  answer.push_back('x');
+  answer[16] = 1;
+  EXPECT_EQ(refusal_of(answer), control_frame_refusal::bad_probe);
+  // An error frame answering a probe may say why.
+  auto error = encode_control_frame(probe);
+  error[2] = static_cast<uint8_t>(control_kind::error);
+  error.push_back('x');
+  error[16] = 1;
+  EXPECT_TRUE(decode_control_frame(error.data(), error.size()).ok());
 }
 
 TEST(ControlFrame, stated_lengths_must_add_up_to_the_bytes) {
