@@ -23,12 +23,16 @@ struct send_holder {
   uint64_t to = 0;
 };
 
+/// A send posted (+1) or completed (-1): the count and when it changed.
+void count_in_flight(ucx_am_send_stats& stats, int delta) {
+  stats.in_flight += static_cast<uint64_t>(delta);
+  stats.in_flight_changed = std::chrono::steady_clock::now();
+}
+
 void send_done(void* request, ucs_status_t status, void* user_data) {
   auto* h = static_cast<send_holder*>(user_data);
-  if (h->stats) {
-    --h->stats->in_flight;
-    h->stats->in_flight_changed = std::chrono::steady_clock::now();
-  }
+  if (h->stats)
+    count_in_flight(*h->stats, -1);
   if (status != UCS_OK && h->stats) {
     ++h->stats->failed;
     if (h->tag != 0 || h->to != 0)
@@ -197,10 +201,8 @@ ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool wa
   }
   if (r == nullptr)
     delete h; // sent at once: the callback is not called
-  else if (stats) {
-    ++stats->in_flight;
-    stats->in_flight_changed = std::chrono::steady_clock::now();
-  }
+  else if (stats)
+    count_in_flight(*stats, +1);
   return {};
 }
 

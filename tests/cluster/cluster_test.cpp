@@ -70,8 +70,9 @@ struct Cluster : ::testing::Test {
   /// This node's gets took this run's channel: the control channel where
   /// every peer it called serves it, CAF requests in the caf_channel: reruns.
   void TearDown() override {
-    if ((peers_serve_channel && local.has_ucx()) || !test::control_channel_on())
+    if ((peers_serve_channel && local.has_ucx()) || !test::control_channel_on()) {
       EXPECT_EQ(test::calls_by_other_channel(local.metrics_registry()), 0);
+    }
   }
 
   /// A raw control call to the remote owner.

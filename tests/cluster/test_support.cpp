@@ -39,8 +39,15 @@ bool control_channel_on() {
 }
 
 double calls_by_other_channel(prometheus::Registry& registry) {
-  return registry_value(registry, "ferry_control_calls_total", "channel",
-                        control_channel_on() ? "caf" : "ucx_am");
+  return control_calls(registry, control_channel_on() ? "caf" : "ucx_am");
+}
+
+double control_calls(prometheus::Registry& registry, const char* channel) {
+  return registry_value(registry, "ferry_control_calls_total", "channel", channel);
+}
+
+double control_peers(prometheus::Registry& registry, const char* channel) {
+  return registry_value(registry, "ferry_control_channel", "channel", channel);
 }
 
 namespace {

@@ -114,6 +114,13 @@ bool control_channel_on();
 /// and every peer it called serves the control channel.
 double calls_by_other_channel(prometheus::Registry& registry);
 
+/// The rendezvous calls `registry`'s node made by `channel` (caf or
+/// ucx_am): ferry_control_calls_total{channel}.
+double control_calls(prometheus::Registry& registry, const char* channel);
+
+/// The peers whose calls take `channel`: ferry_control_channel{channel}.
+double control_peers(prometheus::Registry& registry, const char* channel);
+
 /// A deterministic payload of n bytes.
 byte_buffer payload(size_t n, uint64_t seed = 1);
 

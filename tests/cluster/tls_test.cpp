@@ -76,12 +76,6 @@ std::set<uint64_t> tls_members(const node_process& n, const std::string& as = "c
   return test::listed_members(n, test_certs().args(as)).value_or(std::set<uint64_t>{});
 }
 
-/// The rendezvous calls `n` made to peers by `channel` (caf or ucx_am).
-double control_calls(node& n, const char* channel) {
-  return test::registry_value(n.metrics_registry(), "ferry_control_calls_total", "channel",
-                              channel);
-}
-
 node_config tls_client(const std::string& name) {
   node_config c;
   c.listen = false;
@@ -91,6 +85,20 @@ node_config tls_client(const std::string& name) {
   c.tls_cert = a[3];
   c.tls_key = a[5];
   return c;
+}
+
+/// Stages `n` bytes on `local`, has the peer that answered `hello` adopt
+/// them (it pulls them from us) and gets the copy back, checked by checksum.
+void adopt_and_get_back(node& local, const peer_hello& hello, size_t n, uint64_t seed) {
+  blocking_client client{local};
+  auto bytes = test::payload(n, seed);
+  auto h = client.register_data(bytes);
+  ASSERT_TRUE(h);
+  auto copy = client.adopt(caf::actor_cast<gateway_actor>(hello.gateway), *h);
+  ASSERT_TRUE(copy) << describe(copy.error());
+  auto back = client.get(*copy);
+  ASSERT_TRUE(back) << describe(back.error());
+  EXPECT_EQ(checksum64(back->bytes.data(), back->bytes.size()), checksum64(bytes.data(), bytes.size()));
 }
 
 } // namespace
@@ -106,24 +114,14 @@ TEST(TlsCluster, MembersOfTheCAJoinAndMoveBytes) {
   ASSERT_FALSE(local.start());
   auto hb = local.connect(b.endpoint());
   ASSERT_TRUE(hb) << describe(hb.error());
-  blocking_client client{local};
-  auto bytes = test::payload(3 << 20, 11);
-  auto h = client.register_data(bytes);
-  ASSERT_TRUE(h);
-  auto copy = client.adopt(caf::actor_cast<gateway_actor>(hb->gateway), *h);
-  ASSERT_TRUE(copy) << describe(copy.error());
-  auto back = client.get(*copy);
-  ASSERT_TRUE(back) << describe(back.error());
-  EXPECT_EQ(checksum64(back->bytes.data(), back->bytes.size()), checksum64(bytes.data(), bytes.size()));
+  ASSERT_NO_FATAL_FAILURE(adopt_and_get_back(local, *hb, 3 << 20, 11));
   // The control channel's default (auto) keeps the calls inside TLS: CAF
   // requests, though both nodes have UCX.
   if (!local.has_ucx())
     return; // without UCX there is no channel to keep off
-  EXPECT_GT(control_calls(local, "caf"), 0);
-  EXPECT_EQ(control_calls(local, "ucx_am"), 0);
-  EXPECT_EQ(test::registry_value(local.metrics_registry(), "ferry_control_channel", "channel",
-                                 "ucx_am"),
-            0);
+  EXPECT_GT(test::control_calls(local.metrics_registry(), "caf"), 0);
+  EXPECT_EQ(test::control_calls(local.metrics_registry(), "ucx_am"), 0);
+  EXPECT_EQ(test::control_peers(local.metrics_registry(), "ucx_am"), 0);
 }
 
 // --control-channel ucx_am on both nodes: the rendezvous calls take UCX
@@ -139,22 +137,11 @@ TEST(TlsCluster, UcxAmTakesTheControlChannelWithTlsOn) {
     GTEST_SKIP() << "built without UCX";
   auto ha = local.connect(a.endpoint());
   ASSERT_TRUE(ha) << describe(ha.error());
-  ASSERT_TRUE(eventually([&] {
-    return test::registry_value(local.metrics_registry(), "ferry_control_channel", "channel",
-                                "ucx_am")
-           == 1;
-  }));
-  blocking_client client{local};
-  auto bytes = test::payload(1536 << 10, 12); // three chunks
-  auto h = client.register_data(bytes);
-  ASSERT_TRUE(h);
-  auto copy = client.adopt(caf::actor_cast<gateway_actor>(ha->gateway), *h);
-  ASSERT_TRUE(copy) << describe(copy.error());
-  auto back = client.get(*copy);
-  ASSERT_TRUE(back) << describe(back.error());
-  EXPECT_EQ(checksum64(back->bytes.data(), back->bytes.size()), checksum64(bytes.data(), bytes.size()));
-  EXPECT_GT(control_calls(local, "ucx_am"), 0);
-  EXPECT_EQ(control_calls(local, "caf"), 0);
+  ASSERT_TRUE(eventually(
+    [&] { return test::control_peers(local.metrics_registry(), "ucx_am") == 1; }));
+  ASSERT_NO_FATAL_FAILURE(adopt_and_get_back(local, *ha, 1536 << 10, 12)); // three chunks
+  EXPECT_GT(test::control_calls(local.metrics_registry(), "ucx_am"), 0);
+  EXPECT_EQ(test::control_calls(local.metrics_registry(), "caf"), 0);
 }
 
 // CAF 0.17.6 cuts a dialled connection whose handshake is still under way

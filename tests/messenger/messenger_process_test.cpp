@@ -85,8 +85,9 @@ struct Messenger : ::testing::Test {
   /// The fetches took this run's channel: the control channel (the
   /// default), CAF requests in the caf_channel: reruns.
   void TearDown() override {
-    if (local && (local->has_ucx() || !test::control_channel_on()))
+    if (local && (local->has_ucx() || !test::control_channel_on())) {
       EXPECT_EQ(test::calls_by_other_channel(local->metrics_registry()), 0);
+    }
     m.reset();
     local.reset();
     peer.reset();

@@ -43,8 +43,7 @@ node_config local_config() {
 }
 
 double calls(node& n, const char* channel) {
-  return test::registry_value(n.metrics_registry(), "ferry_control_calls_total", "channel",
-                              channel);
+  return test::control_calls(n.metrics_registry(), channel);
 }
 
 double probes(node& n, const char* result) {
@@ -53,8 +52,7 @@ double probes(node& n, const char* result) {
 }
 
 double peers_on(node& n, const char* channel) {
-  return test::registry_value(n.metrics_registry(), "ferry_control_channel", "channel",
-                              channel);
+  return test::control_peers(n.metrics_registry(), channel);
 }
 
 double scraped(const node_process& p, const std::string& series) {
@@ -150,9 +148,7 @@ TEST_P(ControlChannelCluster, RendezvousCallsGoOverActiveMessagesBothWays) {
   ASSERT_TRUE(eventually([&] {
     return peers_on(*remote, "ucx_am") == 1;
   }));
-  EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_control_channel", "channel",
-                                 "ucx_am"),
-            1);
+  EXPECT_EQ(peers_on(*local, "ucx_am"), 1);
   // An eager payload, a chunked one of several chunks, an RDMA one: each
   // adopted by the remote node (its consumer calls our owner) and got back.
   std::vector<std::pair<uint64_t, bool>> cases{
@@ -195,9 +191,7 @@ TEST_P(ControlChannelCluster, TheKillSwitchOnOneNodeKeepsCafRequestsBetweenThem)
   get_and_check(h, bytes);
   EXPECT_GE(calls(*local, "caf"), 4);
   EXPECT_EQ(calls(*local, "ucx_am"), 0);
-  EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_control_channel", "channel",
-                                 "caf"),
-            1);
+  EXPECT_EQ(peers_on(*local, "caf"), 1);
   EXPECT_EQ(peers_on(*remote, "ucx_am"), 0);
   EXPECT_EQ(channel_stat(*local)["peers"], 0); // the remote offered no token
 }

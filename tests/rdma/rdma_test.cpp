@@ -53,8 +53,9 @@ struct Rdma : ::testing::TestWithParam<std::string> {
   /// The consumer's calls took this run's channel: the control channel
   /// where its owner serves it, CAF requests in the caf_channel: reruns.
   void TearDown() override {
-    if (local && ((local->has_ucx() && owner_serves_channel) || !test::control_channel_on()))
+    if (local && ((local->has_ucx() && owner_serves_channel) || !test::control_channel_on())) {
       EXPECT_EQ(test::calls_by_other_channel(local->metrics_registry()), 0);
+    }
   }
 
   void start(std::vector<std::string> owner_args = {},
