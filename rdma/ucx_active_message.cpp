@@ -182,12 +182,13 @@ std::optional<ucx_am_message> ucx_am_inbox::next() {
 
 ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
                    const std::shared_ptr<ucx_am_send_stats>& stats, uint64_t tag,
-                   uint64_t to) {
+                   uint64_t to, am_protocol protocol) {
   auto* h = new send_holder{std::move(bytes), stats, tag, to};
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK
                    | UCP_OP_ATTR_FIELD_USER_DATA;
-  p.flags = want_reply ? UCP_AM_SEND_FLAG_REPLY : 0;
+  p.flags = (want_reply ? UCP_AM_SEND_FLAG_REPLY : 0)
+            | (protocol == am_protocol::eager_only ? UCP_AM_SEND_FLAG_EAGER : 0);
   p.cb.send = send_done;
   p.user_data = h;
   ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, nullptr, 0, h->bytes.data(), h->bytes.size(), &p);

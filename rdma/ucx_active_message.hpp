@@ -133,8 +133,15 @@ struct ucx_am_send_stats {
 /// send until UCX completes it, which may be when the worker goes, after
 /// the poster), and, when posted with a `tag` or a receiver `to` (not 0),
 /// kept in its failed_sends. An error: UCX refused it at once.
+/// `protocol`: any lets UCX choose (large messages by rendezvous, where the
+/// receiver reads the sender's memory); eager_only sends every size in
+/// eager fragments, so the receiver never reads the sender's memory. Over
+/// shared memory without failure reports (UCX 1.13), a sender killed while
+/// its receiver reads it by rendezvous (CMA) aborts the receiver's process:
+/// the control channel sends eager_only.
+enum class am_protocol { any, eager_only };
 ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
                    const std::shared_ptr<ucx_am_send_stats>& stats, uint64_t tag = 0,
-                   uint64_t to = 0);
+                   uint64_t to = 0, am_protocol protocol = am_protocol::any);
 
 } // namespace ferry

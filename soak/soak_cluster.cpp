@@ -142,6 +142,14 @@ std::string soak_cluster::join(int index) {
   for (int j = 0; j < size(); ++j)
     if (j != index && up(j))
       others.push_back(j);
+  // Every living peer is dialled: one that died meanwhile (a crash is seen
+  // only at the next poll) is skipped, since its own restart joins it; it
+  // never stops the join to the others, which nothing else would dial.
+  auto gone = [this](int j) {
+    auto peer = up(j);
+    return !peer || peer->ended();
+  };
+  std::string failed;
   for (int j : others) {
     auto peer = up(j);
     if (!peer)
@@ -149,12 +157,16 @@ std::string soak_cluster::join(int index) {
     // Dialled up to three times, as a joining member retries its seeds (a
     // hello to a node busy with traffic can overrun its request timeout).
     auto a = me->ask("connect " + peer->endpoint(), 20s);
-    for (int attempt = 2; !a.ok() && a.how == node_answer::kind::fail && attempt <= 3; ++attempt)
+    for (int attempt = 2; !a.ok() && a.how == node_answer::kind::fail && attempt <= 3
+                          && !gone(j);
+         ++attempt)
       a = me->ask("connect " + peer->endpoint(), 20s);
-    if (!a.ok())
-      return "node " + std::to_string(index) + " cannot join node " + std::to_string(j)
-             + ": " + a.text;
+    if (!a.ok() && !gone(j) && failed.empty())
+      failed = "node " + std::to_string(index) + " cannot join node " + std::to_string(j)
+               + ": " + a.text;
   }
+  if (!failed.empty())
+    return failed;
   // Joined once both sides list each other.
   auto until = soak_clock::now() + 20s;
   for (;;) {
@@ -163,7 +175,7 @@ std::string soak_cluster::join(int index) {
     auto mine = stat(index, &err);
     for (int j : others) {
       auto peer = up(j);
-      if (!peer)
+      if (!peer || gone(j))
         continue;
       auto theirs = stat(j, &err);
       if (!mine || !lists_peer(*mine, peer->worker_id()))

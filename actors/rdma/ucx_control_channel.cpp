@@ -87,7 +87,11 @@ bool ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame,
     fall_back(peer, "no endpoint");
     return false;
   }
-  if (auto st = post_am(ep, control_am_id, std::move(frame), false, sends_, call_id, peer);
+  // Eager only: a frame's receiver never reads this process's memory, so
+  // this node's death mid-frame cannot abort the peer (rdma/
+  // ucx_active_message.hpp, am_protocol).
+  if (auto st = post_am(ep, control_am_id, std::move(frame), false, sends_, call_id, peer,
+                        am_protocol::eager_only);
       !st) {
     spdlog::debug("control channel: send to worker {:016x}: {}", peer, st.error_message());
     fall_back(peer, "UCX refused a send");

@@ -218,13 +218,17 @@ int run_child(int fd, std::size_t region_bytes, bool active_messages) {
   auto worker = ucx_worker::create(*ctx);
   if (!worker)
     return child_fail(fd, worker.error_message());
-  std::unique_ptr<ucx_am_inbox> echo;
+  std::unique_ptr<ucx_am_inbox> echo, echo_eager;
   auto echo_sends = std::make_shared<ucx_am_send_stats>(); // outlives every echo sent
   if (active_messages) {
     auto inbox = ucx_am_inbox::listen(*worker, am_echo_call);
     if (!inbox)
       return child_fail(fd, inbox.error_message());
     echo = std::move(*inbox);
+    auto eager = ucx_am_inbox::listen(*worker, am_echo_eager_call);
+    if (!eager)
+      return child_fail(fd, eager.error_message());
+    echo_eager = std::move(*eager);
   }
   auto plain = ucx_memory::map(*ctx, region_bytes, false);
   if (!plain)
@@ -270,8 +274,17 @@ int run_child(int fd, std::size_t region_bytes, bool active_messages) {
       if (m->reply_ep != nullptr)
         post_am(m->reply_ep, am_echo_answer, std::move(m->bytes), false, echo_sends);
     }
+    while (echo_eager) {
+      auto m = echo_eager->next();
+      if (!m)
+        break;
+      if (m->reply_ep != nullptr)
+        post_am(m->reply_ep, am_echo_answer, std::move(m->bytes), false, echo_sends, 0, 0,
+                am_protocol::eager_only);
+    }
   }
-  echo.reset(); // its handler goes before the worker
+  echo.reset(); // the handlers go before the worker
+  echo_eager.reset();
   return 0;
 }
 

@@ -60,6 +60,8 @@ inline constexpr std::uint64_t ucx_seed = 0x2222;
 /// on the reply endpoint UCX gives it.
 inline constexpr unsigned am_echo_call = 7;
 inline constexpr unsigned am_echo_answer = 8;
+/// The same echo, sent back eager only (am_protocol::eager_only).
+inline constexpr unsigned am_echo_eager_call = 9;
 
 class owner_child {
 public:
