@@ -115,4 +115,16 @@ using path_probe_atom = caf::atom_constant<caf::atom("path_probe")>;
 // Staging workers (local GPU copies).
 using gpu_copy_atom = caf::atom_constant<caf::atom("gpu_copy")>;
 
+// Remote staging (docs/remote-staging.md): a gateway names its node's
+// staging source; a session's calls; a requester shard's session request.
+using staging_source_atom = caf::atom_constant<caf::atom("st_source")>;
+using stage_pin_atom = caf::atom_constant<caf::atom("st_pin")>;
+using stage_delegate_atom = caf::atom_constant<caf::atom("st_deleg")>;
+using stage_query_atom = caf::atom_constant<caf::atom("st_query")>;
+using stage_cross_atom = caf::atom_constant<caf::atom("st_cross")>;
+using stage_finish_atom = caf::atom_constant<caf::atom("st_finish")>;
+using stage_unpin_atom = caf::atom_constant<caf::atom("st_unpin")>;
+using stage_expire_atom = caf::atom_constant<caf::atom("st_expire")>;
+using remote_stage_atom = caf::atom_constant<caf::atom("rstage")>;
+
 } // namespace ferry

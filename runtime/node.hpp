@@ -46,7 +46,9 @@ struct consumer_metrics;
 struct rdma_metrics;
 struct messenger_metrics;
 struct staging_metrics;
+struct remote_staging_stats;
 namespace staging {
+class device_exposures;
 class local_stager;
 } // namespace staging
 class ucx_context;
@@ -112,6 +114,14 @@ public:
   /// The staging workers: (gpu_copy_atom, gpu_copy_request) -> bytes
   /// (actors/staging/staging_workers.hpp).
   caf::actor staging_workers() const { return staging_workers_; }
+  /// Remote staging (docs/remote-staging.md): the device ranges this node
+  /// exposes, its requester shards ((remote_stage_atom,
+  /// remote_stage_request) -> remote_stage_outcome) and its counters.
+  const std::shared_ptr<staging::device_exposures>& device_exposures() const {
+    return exposures_;
+  }
+  caf::actor remote_stagers() const { return remote_stagers_; }
+  const std::shared_ptr<remote_staging_stats>& remote_staging() const { return remote_stats_; }
 
   prometheus::Registry& metrics_registry() { return *registry_; }
   path_metrics& paths() { return *paths_; }
@@ -165,6 +175,10 @@ private:
   std::shared_ptr<std::atomic<bool>> joined_; // every join target reached
   std::shared_ptr<staging::local_stager> stager_;
   caf::actor staging_workers_;
+  std::shared_ptr<staging::device_exposures> exposures_;
+  std::shared_ptr<remote_staging_stats> remote_stats_;
+  caf::actor staging_source_; // answers peers' Pins (off: refuses them)
+  caf::actor remote_stagers_;
   std::shared_ptr<std::atomic<uint16_t>> published_port_;
   std::unique_ptr<http_endpoint> http_;
 };

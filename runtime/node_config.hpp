@@ -102,6 +102,10 @@ struct node_config {
   std::string staging_location = "any";  // any, auto or cpu:N
   size_t staging_workers = 2;            // threads that run local GPU copies
   size_t staging_max_queued = 64;        // copies waiting or running; more are refused
+  // Remote staging (docs/remote-staging.md).
+  bool remote_staging = false;           // peers may Pin this node's exposed device ranges
+  uint32_t staging_pipeline_depth = 1;   // chunks in flight per session (1: serial; at most 16)
+  size_t remote_staging_shards = 4;      // sessions this node runs at once as requester (at most 8)
 
   // -- logging -----------------------------------------------------------------
   std::string log_level = "info";

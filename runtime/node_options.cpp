@@ -155,6 +155,17 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_option("--staging-workers", cfg.staging_workers,
                  "Threads that run local GPU copies")
     ->capture_default_str();
+  app.add_option("--remote-staging", cfg.remote_staging,
+                 "Let peers Pin this node's exposed device ranges (remote staging's source)")
+    ->capture_default_str();
+  app.add_option("--staging-pipeline-depth", cfg.staging_pipeline_depth,
+                 "Chunks in flight per remote staging session (1: serial; at most 16 and "
+                 "the chunk count; a session runs the smaller of both sides')")
+    ->capture_default_str();
+  app.add_option("--remote-staging-shards", cfg.remote_staging_shards,
+                 "Remote staging sessions this node runs at once as requester (1 to 8; "
+                 "64 more may wait)")
+    ->capture_default_str();
   app.add_flag("--test-fake-cuda", cfg.test_fake_cuda,
                "Test hook: stage through the fake CUDA (host memory as device memory)")
     ->group("");

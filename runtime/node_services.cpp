@@ -8,6 +8,7 @@
 #include <cstdlib>
 
 #include <caf/all.hpp>
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/cluster/gateway.hpp"
@@ -21,6 +22,8 @@
 #include "actors/rendezvous/owner.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
 #include "actors/staging/staging_metrics.hpp"
+#include "actors/staging/remote_stager.hpp"
+#include "actors/staging/staging_source.hpp"
 #include "actors/staging/staging_workers.hpp"
 #include "protocol/errors.hpp"
 #include "rdma/control_channel_choice.hpp"
@@ -28,7 +31,9 @@
 #include "runtime/kill_switch.hpp"
 #include "staging/cuda_driver.hpp"
 #include "staging/fake_cuda.hpp"
+#include "staging/device_exposures.hpp"
 #include "staging/local_stager.hpp"
+#include "staging/remote_geometry.hpp"
 #include "staging/numa_placement.hpp"
 
 #ifdef FERRY_WITH_UCX
@@ -110,8 +115,16 @@ void node::wire_services(worker_registry workers) {
   joined_ = mship.ready;
   membership_ = spawn_membership(*sys_, std::move(mship));
   gp.membership = membership_;
-  if (auto stager = stager_)
-    gp.staging_status = [stager] { return stager->status_json(); };
+  if (auto stager = stager_) {
+    auto remote = remote_stats_;
+    gp.staging_status = [stager, remote] {
+      auto j = nlohmann::json::parse(stager->status_json());
+      if (remote)
+        j["remote"] = nlohmann::json::parse(remote->json());
+      return j.dump();
+    };
+  }
+  gp.staging_source = staging_source_;
   gateway_ = spawn_gateway(*sys_, std::move(gp));
   if (engine_ && engine_.control_channel()) { // hears of peers that fell back to CAF
     caf::anon_send(engine_.actor(), control_watcher_atom::value,
@@ -174,6 +187,17 @@ void node::start_staging() {
     staging_error_ = make_error(errc::invalid_argument, why);
     return;
   }
+  if (auto err = staging::check_pipeline_depth(cfg_.staging_pipeline_depth, sc.chunk_count)) {
+    staging_error_ = std::move(err);
+    return;
+  }
+  if (cfg_.remote_staging_shards == 0
+      || cfg_.remote_staging_shards > max_remote_stager_shards) {
+    staging_error_ = make_error(errc::invalid_argument,
+                                "--remote-staging-shards must be 1 to "
+                                  + std::to_string(max_remote_stager_shards));
+    return;
+  }
   if (where->k == staging::staging_location::kind::cpu) {
     auto view = staging::read_numa_view();
     auto chosen = view ? staging::select_staging_node(*where, *view, std::nullopt)
@@ -199,6 +223,32 @@ void node::start_staging() {
   wp.max_queued = cfg_.staging_max_queued;
   wp.metrics = staging_metrics_.get();
   staging_workers_ = spawn_staging_workers(*sys_, std::move(wp));
+
+  exposures_ = std::make_shared<staging::device_exposures>();
+  remote_stats_ = std::make_shared<remote_staging_stats>();
+  staging_source_params sp;
+  sp.stager = stager_;
+  sp.exposures = exposures_;
+  sp.stats = remote_stats_;
+  sp.epoch = incarnation_;
+  sp.enabled = cfg_.remote_staging;
+  sp.depth = cfg_.staging_pipeline_depth;
+  sp.slots = std::max<size_t>(1, std::min<size_t>(cfg_.staging_workers, sc.chunk_count));
+  sp.grace = cfg_.request_timeout();
+  staging_source_ = spawn_staging_source(*sys_, std::move(sp));
+  remote_stager_params rp;
+  rp.stager = stager_;
+  rp.stats = remote_stats_;
+  rp.shards = cfg_.remote_staging_shards;
+  rp.max_queued = 64;
+  rp.depth = cfg_.staging_pipeline_depth;
+  rp.request_timeout = cfg_.request_timeout();
+  remote_stagers_ = spawn_remote_stagers(*sys_, std::move(rp));
+  if (cfg_.remote_staging)
+    spdlog::info("remote staging: peers may Pin this node's exposed device ranges "
+                 "({} session slots, pipeline depth {})",
+                 std::max<size_t>(1, std::min<size_t>(cfg_.staging_workers, sc.chunk_count)),
+                 cfg_.staging_pipeline_depth);
 }
 
 void node::start_ucx() {

@@ -132,6 +132,8 @@ void node::stop() {
   stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
   stop_and_wait("messenger", caf::actor_cast<caf::actor>(messenger_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
+  stop_and_wait("remote staging shards", remote_stagers_);
+  stop_and_wait("staging source", staging_source_); // its sessions drain as they end
   stop_and_wait("staging workers", staging_workers_);
   if (stager_)
     stager_->close(); // idle chunks go; a retained one keeps its memory
@@ -152,6 +154,8 @@ void node::stop() {
   gateway_ = nullptr;
   messenger_ = nullptr;
   staging_workers_ = nullptr;
+  remote_stagers_ = nullptr;
+  staging_source_ = nullptr;
   membership_ = nullptr;
   prober_ = nullptr;
   copier_ = nullptr;

@@ -24,6 +24,11 @@ using device_ptr = uint64_t;
 /// What an event query says.
 enum class event_state { complete, not_ready };
 
+/// What memory a pointer range is (remote staging's Pin checks it):
+/// device: inside one device allocation; host: CUDA knows it as host
+/// memory; unknown: CUDA does not know it (plain host memory).
+enum class memory_kind { device, host, unknown };
+
 class cuda_api {
 public:
   virtual ~cuda_api() = default;
@@ -63,6 +68,10 @@ public:
   /// Device memory in the current context (tests, GPU payload fixtures).
   virtual caf::expected<device_ptr> mem_alloc(size_t bytes) = 0;
   virtual caf::error mem_free(device_ptr p) = 0;
+
+  /// The kind of [p, p + bytes); device only when one allocation holds all
+  /// of it (no context needed).
+  virtual caf::expected<memory_kind> memory_kind_of(device_ptr p, size_t bytes) = 0;
 };
 
 } // namespace ferry::staging

@@ -40,6 +40,7 @@ public:
   }
   caf::expected<device_ptr> mem_alloc(size_t) override { return off(); }
   caf::error mem_free(device_ptr) override { return off(); }
+  caf::expected<memory_kind> memory_kind_of(device_ptr, size_t) override { return off(); }
 
 private:
   caf::error off() const { return make_error(errc::staging_unavailable, why_); }
@@ -71,6 +72,7 @@ struct driver_table {
   decltype(&::cuMemcpyHtoDAsync_v2) copy_h2d = nullptr;
   decltype(&::cuMemAlloc_v2) mem_alloc = nullptr;
   decltype(&::cuMemFree_v2) mem_free = nullptr;
+  decltype(&::cuPointerGetAttribute) pointer_attribute = nullptr;
 };
 
 /// Resolves every entry point; the name of the first one missing, if any.
@@ -100,6 +102,7 @@ std::string resolve(void* lib, driver_table& t) {
   if (!get(t.copy_h2d, "cuMemcpyHtoDAsync_v2")) return "cuMemcpyHtoDAsync_v2";
   if (!get(t.mem_alloc, "cuMemAlloc_v2")) return "cuMemAlloc_v2";
   if (!get(t.mem_free, "cuMemFree_v2")) return "cuMemFree_v2";
+  if (!get(t.pointer_attribute, "cuPointerGetAttribute")) return "cuPointerGetAttribute";
   return {};
 }
 
@@ -217,6 +220,28 @@ public:
   }
   caf::error mem_free(device_ptr p) override {
     return check(t_.mem_free(static_cast<CUdeviceptr>(p)), "cuMemFree");
+  }
+  caf::expected<memory_kind> memory_kind_of(device_ptr p, size_t bytes) override {
+    auto ptr = static_cast<CUdeviceptr>(p);
+    unsigned int type = 0;
+    auto r = t_.pointer_attribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, ptr);
+    if (r == CUDA_ERROR_INVALID_VALUE)
+      return memory_kind::unknown; // not memory CUDA knows
+    if (auto err = check(r, "cuPointerGetAttribute(MEMORY_TYPE)"))
+      return err;
+    if (type != CU_MEMORYTYPE_DEVICE)
+      return memory_kind::host;
+    CUdeviceptr start = 0;
+    size_t size = 0;
+    if (auto err = check(t_.pointer_attribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, ptr),
+                         "cuPointerGetAttribute(RANGE_START_ADDR)"))
+      return err;
+    if (auto err = check(t_.pointer_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr),
+                         "cuPointerGetAttribute(RANGE_SIZE)"))
+      return err;
+    if (ptr < start || ptr - start + bytes > size)
+      return memory_kind::unknown; // the range leaves its allocation
+    return memory_kind::device;
   }
 
 private:

@@ -328,4 +328,15 @@ caf::error fake_cuda::mem_free(device_ptr p) {
   return {};
 }
 
+caf::expected<memory_kind> fake_cuda::memory_kind_of(device_ptr p, size_t bytes) {
+  std::lock_guard<std::mutex> g{mu_};
+  if (auto err = check("memory_kind_of"))
+    return err;
+  if (on_device(p, bytes))
+    return memory_kind::device;
+  if (registered(reinterpret_cast<const void*>(p), bytes))
+    return memory_kind::host;
+  return memory_kind::unknown;
+}
+
 } // namespace ferry::staging

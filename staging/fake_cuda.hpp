@@ -76,6 +76,7 @@ public:
                             cuda_stream s) override;
   caf::expected<device_ptr> mem_alloc(size_t bytes) override;
   caf::error mem_free(device_ptr p) override;
+  caf::expected<memory_kind> memory_kind_of(device_ptr p, size_t bytes) override;
 
 private:
   struct pending_copy {

@@ -131,6 +131,36 @@ copy_result local_stager::copy(int device, const copy_job& job) {
   return r;
 }
 
+caf::expected<std::vector<local_stager::chunk_loan>> local_stager::borrow(int device,
+                                                                         size_t count) {
+  auto key = key_for(device);
+  if (!key)
+    return std::move(key.error());
+  std::vector<chunk_loan> loans;
+  auto undo = [&] {
+    for (auto& l : loans)
+      pool_.checkin(l.id, true);
+  };
+  for (size_t i = 0; i < count; ++i) {
+    auto g = pool_.checkout(*key);
+    if (!g) {
+      undo();
+      return std::move(g.error());
+    }
+    auto chunk = chunk_for(*g, *key);
+    if (!chunk) {
+      undo();
+      return std::move(chunk.error());
+    }
+    loans.push_back(chunk_loan{g->id, *chunk, key->ctx});
+  }
+  return loans;
+}
+
+void local_stager::give_back(const chunk_loan& loan, bool ok) {
+  pool_.checkin(loan.id, ok);
+}
+
 void local_stager::close() {
   for (auto& [id, native] : pool_.begin_close_idle()) {
     auto c = std::static_pointer_cast<pinned_chunk>(native);

@@ -15,11 +15,13 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "staging/chunk_pool.hpp"
 #include "staging/cuda_api.hpp"
+#include "staging/pinned_chunk.hpp"
 #include "staging/staged_copy.hpp"
 #include "staging/staging_config.hpp"
 
@@ -41,6 +43,22 @@ public:
 
   /// One copy on `device` (its primary context) through one chunk.
   copy_result copy(int device, const copy_job& job);
+
+  /// A chunk lent whole to a remote staging session (its own stream and
+  /// events), bound to `ctx`, the device's primary context.
+  struct chunk_loan {
+    chunk_id id = 0;
+    std::shared_ptr<pinned_chunk> chunk;
+    cuda_context ctx = 0;
+  };
+  /// `count` chunks for `device`, all or none: resource_exhausted when the
+  /// pool cannot give them all now (what was taken goes back).
+  caf::expected<std::vector<chunk_loan>> borrow(int device, size_t count);
+  /// A lent chunk comes back: ok when no copy into it may still run and
+  /// the context was restored (idle), else retained.
+  void give_back(const chunk_loan& loan, bool ok);
+  /// Counts bytes a session copied through its chunks.
+  void count_copied(bool to_host, uint64_t bytes) { pool_.count_copied(to_host, bytes); }
 
   /// The node a chunk for `device` would take now (for stat and tests).
   caf::expected<node_choice> placement(int device);

@@ -536,6 +536,27 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
                             + " is not a known peer of this node");
       return {i->second.owner, self->state.ucx_peers.count(worker_id) > 0};
     },
+    [=](staging_source_atom a, uint64_t worker_id) -> caf::result<caf::actor> {
+      auto sender = self->current_sender();
+      bool local = sender && sender->node() == self->node();
+      if (!local && !is_registered(self, sender))
+        return make_error(errc::not_registered,
+                          "staging source: only registered peers (say hello first)");
+      const auto& node = *self->state.params.node;
+      if (worker_id == node.worker_id) {
+        if (!self->state.params.staging_source)
+          return make_error(errc::staging_unavailable, "this node has no staging source");
+        return self->state.params.staging_source;
+      }
+      if (!local) // a peer asks only for this node's own
+        return make_error(errc::unknown_owner, "staging source: ask the node itself");
+      auto i = self->state.peers.find(worker_id);
+      if (i == self->state.peers.end())
+        return make_error(errc::unknown_owner,
+                          "worker " + std::to_string(worker_id)
+                            + " is not a known peer of this node");
+      return self->delegate(caf::actor_cast<gateway_actor>(i->second.gateway), a, worker_id);
+    },
     [=](spawn_atom, const std::string& name,
         const caf::message& args) -> caf::result<caf::actor> {
       if (auto err = refuse_if_stopping(self, "spawn"))

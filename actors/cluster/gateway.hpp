@@ -41,6 +41,9 @@ struct gateway_params {
   rdma_metrics* metrics = nullptr;
   // The staging layer's state for `ferry stat` (JSON text; empty: none).
   std::function<std::string()> staging_status;
+  // The staging source (actors/staging/staging_source.hpp) peers' remote
+  // staging sessions Pin (optional).
+  caf::actor staging_source;
 };
 
 gateway_actor spawn_gateway(caf::actor_system& sys, gateway_params params);

@@ -55,6 +55,9 @@ using gateway_actor = caf::typed_actor<
   // Local, the first step of a stop: from now on hellos, spawns, adopts and
   // probes answer errc::draining (work already admitted goes on).
   caf::replies_to<stop_work_atom>::with<caf::ok_atom>,
+  // Remote staging: the staging source of the node with this worker id,
+  // this node's own, or asked of a registered peer's gateway.
+  caf::replies_to<staging_source_atom, uint64_t>::with<caf::actor>,
   // What this node holds and whom it knows, as JSON.
   caf::replies_to<stat_atom>::with<std::string>>;
 

@@ -401,6 +401,7 @@ struct HostileOwner : ::testing::Test {
           return refuse();
         },
         [=](stop_work_atom) -> caf::result<caf::ok_atom> { return refuse(); },
+        [=](staging_source_atom, uint64_t) -> caf::result<caf::actor> { return refuse(); },
         [=](stat_atom) -> caf::result<std::string> { return refuse(); },
       };
     }, 0);

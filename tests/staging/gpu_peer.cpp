@@ -6,8 +6,15 @@
 //                     with gpu_payloads::register_device and replies the
 //                     handle (header "handle") and the bytes' checksum
 //                     (header "checksum"); the device memory is freed after
+// It also serves remote staging's source fixtures (test.expose and the
+// others, bind_remote_staging_handlers below).
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
+
+#include <nlohmann/json.hpp>
 
 
 #include "protocol/errors.hpp"
@@ -15,6 +22,10 @@
 #include "runtime/gpu_payloads.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
+#include "runtime/remote_staging.hpp"
+#include "staging/device_exposures.hpp"
+#include "staging/fake_cuda.hpp"
+#include "actors/staging/remote_staging_stats.hpp"
 #include "staging/local_stager.hpp"
 #include "tests/cluster/test_peer_main.hpp"
 #include "tests/cluster/test_support.hpp"
@@ -50,6 +61,99 @@ void free_device(staging::cuda_api& api, staging::device_ptr d) {
   api.release_context(0);
 }
 
+std::string hex_checksum(const void* p, size_t n) {
+  char hex[19];
+  std::snprintf(hex, sizeof hex, "0x%016llx",
+                static_cast<unsigned long long>(checksum64(p, n)));
+  return hex;
+}
+
+/// The remote staging source's fixtures:
+///   test.expose        headers bytes, seed, access (read, write,
+///                      read_write), kind (device, or host: plain host
+///                      memory, which Pin must refuse): fills memory with
+///                      test::payload(bytes, seed) and exposes it; replies
+///                      "range" and "checksum"
+///   test.checksum      header range: the checksum of its bytes now
+///   test.staging_stat  the remote staging counters, the loans, the chunk
+///                      pool's states and the fake's live native objects
+///   test.fail_cuda     headers call, times: the fake fails that call
+///   test.hold_events   header on (1/0): the fake's events stay not_ready
+caf::error bind_remote_staging_handlers(node& n, messenger_client& m) {
+  struct exposed {
+    const char* memory;
+    size_t bytes;
+  };
+  auto ranges = std::make_shared<std::map<std::string, exposed>>();
+  auto host_memory = std::make_shared<std::vector<std::unique_ptr<byte_buffer>>>();
+  auto mu = std::make_shared<std::mutex>();
+  auto fake = [&n]() -> staging::fake_cuda& {
+    return dynamic_cast<staging::fake_cuda&>(n.stager()->api());
+  };
+  if (auto err = m.bind("test.expose", [&n, ranges, host_memory, mu](envelope& e)
+                          -> caf::expected<envelope> {
+        auto bytes = std::stoull(e.hdrs["bytes"]);
+        auto pattern = test::payload(bytes, std::stoull(e.hdrs["seed"]));
+        staging::device_ptr p = 0;
+        if (e.hdrs["kind"] == "host") {
+          std::lock_guard<std::mutex> g{*mu};
+          host_memory->push_back(std::make_unique<byte_buffer>(pattern));
+          p = reinterpret_cast<staging::device_ptr>(host_memory->back()->data());
+        } else {
+          auto dev = device_copy_of(n.stager()->api(), pattern);
+          if (!dev)
+            return dev.error();
+          p = *dev;
+        }
+        auto access = e.hdrs["access"] == "write"        ? staging::device_access::write
+                      : e.hdrs["access"] == "read_write" ? staging::device_access::read_write
+                                                         : staging::device_access::read;
+        auto r = remote_staging{n}.expose(0, p, bytes, access);
+        if (!r)
+          return r.error();
+        std::lock_guard<std::mutex> g{*mu};
+        (*ranges)[to_string(*r)] = exposed{reinterpret_cast<const char*>(p), bytes};
+        envelope out;
+        out.hdrs["range"] = to_string(*r);
+        out.hdrs["checksum"] = hex_checksum(pattern.data(), pattern.size());
+        return out;
+      }))
+    return err;
+  if (auto err = m.bind("test.checksum", [ranges, mu](envelope& e) -> caf::expected<envelope> {
+        std::lock_guard<std::mutex> g{*mu};
+        auto i = ranges->find(e.hdrs["range"]);
+        if (i == ranges->end())
+          return make_error(errc::invalid_argument, "no such range");
+        envelope out;
+        out.hdrs["checksum"] = hex_checksum(i->second.memory, i->second.bytes);
+        return out;
+      }))
+    return err;
+  if (auto err = m.bind("test.staging_stat", [&n, fake](envelope&) -> caf::expected<envelope> {
+        nlohmann::json j = nlohmann::json::parse(n.remote_staging()->json());
+        j["loans"] = n.device_exposures()->loans();
+        auto s = n.stager()->stats();
+        j["chunks"] = {{"active", s.active}, {"idle", s.idle}, {"retained", s.retained},
+                       {"allocations", s.allocations}};
+        auto live = fake().live();
+        j["live"] = {{"allocations", live.allocations}, {"streams", live.streams},
+                     {"events", live.events}, {"registrations", live.registrations}};
+        envelope out;
+        out.hdrs["stat"] = j.dump();
+        return out;
+      }))
+    return err;
+  if (auto err = m.bind("test.fail_cuda", [fake](envelope& e) -> caf::expected<envelope> {
+        fake().fail(e.hdrs["call"], std::stoi(e.hdrs["times"]));
+        return envelope{};
+      }))
+    return err;
+  return m.bind("test.hold_events", [fake](envelope& e) -> caf::expected<envelope> {
+    fake().hold_events(e.hdrs["on"] == "1");
+    return envelope{};
+  });
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -78,6 +182,8 @@ int main(int argc, char** argv) {
       out.hdrs["checksum"] = hex;
       return out;
     });
+    if (!bound)
+      bound = bind_remote_staging_handlers(n, m);
     if (bound)
       std::fprintf(stderr, "bind: %s\n", describe(bound).c_str());
     return !bound;

@@ -1,0 +1,71 @@
+// remote_stager: the requester side of remote staging on a node: at most
+// eight detached shard actors behind one front, each running one session at
+// a time to its end (requester_session.hpp), with at most 64 sessions
+// waiting or running; one more is refused with resource_exhausted at once.
+// Queue time consumes the request's deadline; a request cancelled while it
+// waits (its ticket) is destroyed before its Pin and answers `cancelled`.
+//   (remote_stage_atom, remote_stage_request) -> remote_stage_outcome
+// Must never: run a session on a cooperative thread.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
+#include <caf/error.hpp>
+#include <caf/fwd.hpp>
+
+#include "actors/staging/remote_staging_stats.hpp"
+#include "actors/staging/staging_workers.hpp"
+#include "protocol/remote_staging_wire.hpp"
+#include "staging/local_stager.hpp"
+
+namespace ferry {
+
+/// One remote READ (source range -> local device memory) or WRITE (local
+/// device memory -> source range).
+struct remote_stage_request {
+  remote_device_range range;
+  uint64_t offset = 0; // into the source's range
+  uint64_t length = 0;
+  stage_direction direction = stage_direction::read;
+  int device = 0;                 // the local device
+  staging::device_ptr local = 0;  // the local device range, `length` bytes
+  caf::actor source;              // the source node's staging front
+  std::chrono::steady_clock::time_point deadline;
+  std::shared_ptr<gpu_copy_ticket> ticket = std::make_shared<gpu_copy_ticket>();
+};
+
+/// What the source's device may hold after a failed WRITE.
+enum class remote_effect : uint8_t {
+  none,   // nothing was sent that could change it
+  unknown // a Delegate was sent: some bytes may have changed
+};
+
+struct remote_stage_outcome {
+  caf::error error;       // none: every byte moved
+  uint64_t completed = 0; // all or nothing
+  remote_effect effect = remote_effect::none;
+};
+
+struct remote_stager_params {
+  std::shared_ptr<staging::local_stager> stager;
+  std::shared_ptr<remote_staging_stats> stats;
+  size_t shards = 4;        // at most 8
+  size_t max_queued = 64;
+  uint32_t depth = 1;       // --staging-pipeline-depth
+  std::chrono::milliseconds request_timeout{10000}; // one call to the source
+  std::chrono::milliseconds event_bound{30000};     // one local copy's drain
+};
+
+inline constexpr size_t max_remote_stager_shards = 8;
+
+caf::actor spawn_remote_stagers(caf::actor_system& sys, remote_stager_params p);
+
+} // namespace ferry
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ferry::remote_stage_request)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(ferry::remote_stage_outcome)

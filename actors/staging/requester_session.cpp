@@ -1,0 +1,477 @@
+#include "actors/staging/requester_session.hpp"
+
+#include <algorithm>
+#include <cstring>
+#include <optional>
+#include <random>
+#include <thread>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "protocol/atoms.hpp"
+#include "protocol/chunk_bytes.hpp"
+#include "protocol/errors.hpp"
+#include "staging/remote_geometry.hpp"
+#include "staging/staged_copy.hpp"
+
+namespace ferry {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+using staging::local_stager;
+
+/// The CROSS moves a chunk in pieces of the chunked path's size.
+constexpr uint64_t cross_piece = 512 * 1024;
+
+uint64_t fresh_nonce() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  uint64_t n = 0;
+  while (n == 0)
+    n = rng();
+  return n;
+}
+
+class requester_session {
+public:
+  requester_session(caf::actor_system& sys, const remote_stager_params& p,
+                    const remote_stage_request& req)
+    : self_(sys), p_(p), req_(req), api_(p.stager->api()) {}
+
+  remote_stage_outcome run() {
+    remote_stage_outcome out;
+    auto err = prepare();
+    if (!err)
+      err = pin();
+    if (!err)
+      err = req_.direction == stage_direction::read ? run_read() : run_write();
+    if (!err)
+      err = drain_local();
+    else
+      drain_local();
+    if (pinned_) {
+      auto unpinned = unpin();
+      if (!err)
+        err = std::move(unpinned);
+    }
+    for (size_t i = 0; i < local_.size(); ++i)
+      p_.stager->give_back(local_[i].loan, local_[i].ok);
+    if (err) {
+      out.error = std::move(err);
+      out.effect = effect_;
+      return out;
+    }
+    out.completed = req_.length;
+    return out;
+  }
+
+private:
+  struct local_slot {
+    local_stager::chunk_loan loan;
+    enum { free, copying, ready } state = free;
+    uint32_t chunk = 0;
+    bool ok = true; // fit to go back to the pool
+  };
+
+  // -- setup --------------------------------------------------------------
+
+  caf::error prepare() {
+    if (req_.length == 0)
+      return make_error(errc::invalid_argument, "a remote staging request of zero bytes");
+    if (!req_.source)
+      return make_error(errc::unknown_owner, "no staging source for the range's node");
+    auto kind = api_.memory_kind_of(req_.local, req_.length);
+    if (!kind)
+      return std::move(kind.error());
+    if (*kind != staging::memory_kind::device)
+      return make_error(errc::invalid_argument,
+                        "the local range is not CUDA device memory of its length");
+    local_chunk_ = p_.stager->config().chunk_size;
+    auto width = staging::ring_width(p_.depth, p_.depth,
+                                     staging::chunks_of(req_.length, local_chunk_));
+    auto loans = p_.stager->borrow(req_.device, width);
+    if (!loans)
+      return std::move(loans.error());
+    for (auto& l : *loans)
+      local_.push_back(local_slot{l});
+    return {};
+  }
+
+  caf::error pin() {
+    stage_pin pin;
+    pin.nonce = nonce_ = fresh_nonce();
+    pin.registration = req_.range.registration;
+    pin.epoch = req_.range.epoch;
+    pin.offset = req_.offset;
+    pin.length = req_.length;
+    pin.direction = static_cast<uint8_t>(req_.direction);
+    pin.chunk_size = local_chunk_;
+    pin.depth = p_.depth;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(req_.deadline
+                                                                      - clock_type::now());
+    if (left.count() <= 0)
+      return make_error(errc::timeout, "the remote staging request's deadline passed");
+    pin.budget_ms = static_cast<uint32_t>(std::min<int64_t>(left.count(), UINT32_MAX));
+    auto reply = ask<stage_pin_reply>(req_.source, stage_pin_atom::value, pin);
+    if (!reply)
+      return std::move(reply.error());
+    if (!reply->session || reply->chunk_size == 0 || reply->chunk_size > local_chunk_
+        || reply->ring == 0 || reply->ring > staging::max_pipeline_depth)
+      return make_error(errc::protocol_violation, "the source's Pin reply is out of bounds");
+    session_ = reply->session;
+    pinned_ = true;
+    chunk_ = reply->chunk_size;
+    ring_ = reply->ring;
+    chunks_ = staging::chunks_of(req_.length, chunk_);
+    return {};
+  }
+
+  // -- calls to the source ------------------------------------------------
+
+  /// One call, bounded by the request timeout and the deadline. Unpin, the
+  /// session's cleanup, is sent even after the deadline (so the source
+  /// drains and ends at once), and waited for until half a request timeout
+  /// past it: the shard's answer must still come within the caller's bound.
+  template <class R, class... Ts>
+  caf::expected<R> ask(const caf::actor& to, Ts&&... xs) {
+    auto until = unpinning_ ? req_.deadline + p_.request_timeout / 2 : req_.deadline;
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_type::now());
+    if (left.count() <= 0)
+      return make_error(errc::timeout, "the remote staging request's deadline passed");
+    caf::expected<R> out{make_error(errc::timeout, "no answer from the source")};
+    self_->request(to, std::min(left, p_.request_timeout), std::forward<Ts>(xs)...)
+      .receive([&](R& r) { out = std::move(r); },
+               [&](caf::error& e) {
+                 if (e == caf::sec::request_timeout)
+                   e = make_error(errc::timeout, "the source did not answer in time");
+                 out = std::move(e);
+               });
+    return out;
+  }
+
+  stage_frame frame(stage_phase phase, uint32_t chunk) const {
+    stage_frame f;
+    f.nonce = nonce_;
+    f.registration = req_.range.registration;
+    f.phase = static_cast<uint8_t>(phase);
+    f.chunk = chunk;
+    if (phase == stage_phase::unpin) {
+      f.length = req_.length;
+    } else {
+      auto s = staging::span_of(req_.length, chunk_, chunk);
+      f.offset = s.offset;
+      f.length = s.length;
+    }
+    return f;
+  }
+
+  /// A receipt must echo the frame it answers.
+  template <class Atom>
+  caf::error call(Atom atom, const stage_frame& f) {
+    auto echo = ask<stage_frame>(session_, atom, f);
+    if (!echo)
+      return std::move(echo.error());
+    if (!(*echo == f))
+      return make_error(errc::protocol_violation, "a receipt names another scope");
+    return {};
+  }
+
+  caf::error delegate(uint32_t chunk) {
+    if (req_.direction == stage_direction::write)
+      effect_ = remote_effect::unknown; // before it is sent: it may run
+    return call(stage_delegate_atom::value, frame(stage_phase::delegate, chunk));
+  }
+
+  /// QueryDelegate: complete or pending.
+  caf::expected<bool> query(uint32_t chunk) {
+    auto f = frame(stage_phase::delegate, chunk);
+    caf::expected<bool> out{make_error(errc::timeout, "no answer from the source")};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(req_.deadline
+                                                                      - clock_type::now());
+    if (left.count() <= 0)
+      return make_error(errc::timeout, "the remote staging request's deadline passed");
+    self_->request(session_, std::min(left, p_.request_timeout), stage_query_atom::value, f)
+      .receive(
+        [&](stage_frame& echo, bool complete) {
+          if (echo == f)
+            out = complete;
+          else
+            out = make_error(errc::protocol_violation, "a receipt names another scope");
+        },
+        [&](caf::error& e) { out = std::move(e); });
+    return out;
+  }
+
+  caf::error cross(uint32_t chunk, local_slot& slot) {
+    auto f = frame(stage_phase::cross, chunk);
+    char* memory = slot.loan.chunk->data();
+    for (uint64_t at = 0; at < f.length; at += cross_piece) {
+      auto n = std::min(cross_piece, f.length - at);
+      if (req_.direction == stage_direction::read) {
+        auto bytes = ask<chunk_bytes>(session_, stage_cross_atom::value, f, at, n);
+        if (!bytes)
+          return std::move(bytes.error());
+        if (bytes->size() != n)
+          return make_error(errc::protocol_violation, "a CROSS piece of the wrong size");
+        std::memcpy(memory + at, bytes->data(), n);
+      } else {
+        auto piece = chunk_bytes::view(slot.loan.chunk, memory + at, n);
+        auto echo = ask<stage_frame>(session_, stage_cross_atom::value, f, at, piece);
+        if (!echo)
+          return std::move(echo.error());
+        if (!(*echo == f))
+          return make_error(errc::protocol_violation, "a receipt names another scope");
+      }
+    }
+    return call(stage_finish_atom::value, f);
+  }
+
+  caf::error unpin() {
+    pinned_ = false;
+    unpinning_ = true;
+    return call(stage_unpin_atom::value, frame(stage_phase::unpin, 0));
+  }
+
+  // -- local copies -------------------------------------------------------
+
+  template <class F>
+  caf::error in_context(const local_slot& s, F fn) {
+    if (auto err = api_.push_context(s.loan.ctx))
+      return err;
+    auto err = fn();
+    if (auto pop = api_.pop_context(); pop && !err)
+      err = std::move(pop);
+    return err;
+  }
+
+  /// READ's POST (slot -> device) or WRITE's PRE (device -> slot) of `chunk`.
+  caf::error start_local(local_slot& s, uint32_t chunk) {
+    auto span = staging::span_of(req_.length, chunk_, chunk);
+    auto& c = *s.loan.chunk;
+    auto device = req_.local + span.offset;
+    s.state = local_slot::copying;
+    s.chunk = chunk;
+    auto err = in_context(s, [&]() -> caf::error {
+      auto copied = req_.direction == stage_direction::read
+                      ? api_.copy_to_device(device, c.data(), span.length, c.stream)
+                      : api_.copy_to_host(c.data(), device, span.length, c.stream);
+      if (copied)
+        return copied;
+      return api_.event_record(c.events[0], c.stream);
+    });
+    if (err)
+      s.ok = false; // the copy's state is unknown
+    return err;
+  }
+
+  /// True once the slot's copy completed (the slot is then ready or free).
+  caf::expected<bool> local_done(local_slot& s) {
+    if (s.state != local_slot::copying)
+      return true;
+    staging::event_state state = staging::event_state::not_ready;
+    auto err = in_context(s, [&]() -> caf::error {
+      auto q = api_.event_query(s.loan.chunk->events[0]);
+      if (!q)
+        return std::move(q.error());
+      state = *q;
+      return {};
+    });
+    if (err) {
+      s.ok = false;
+      return err;
+    }
+    if (state != staging::event_state::complete)
+      return false;
+    auto span = staging::span_of(req_.length, chunk_, s.chunk);
+    bool read = req_.direction == stage_direction::read;
+    p_.stager->count_copied(!read, span.length);
+    s.state = read ? local_slot::free : local_slot::ready;
+    return true;
+  }
+
+  /// Waits out every local copy still in flight (bounded per copy).
+  caf::error drain_local() {
+    caf::error first;
+    for (auto& s : local_) {
+      if (s.state != local_slot::copying)
+        continue;
+      auto err = in_context(s, [&] {
+        return staging::wait_event(api_, s.loan.chunk->events[0], p_.event_bound);
+      });
+      if (err) {
+        s.ok = false;
+        if (!first)
+          first = std::move(err);
+      }
+      s.state = local_slot::free;
+    }
+    return first;
+  }
+
+  // -- the pipeline -------------------------------------------------------
+
+  caf::error check_deadline() const {
+    if (clock_type::now() >= req_.deadline)
+      return make_error(errc::timeout, "the remote staging request's deadline passed");
+    return {};
+  }
+
+  /// Between sweeps that moved nothing: a short, growing pause.
+  void idle(bool progressed) {
+    if (progressed) {
+      pause_ = std::chrono::microseconds{0};
+      return;
+    }
+    if (pause_.count() == 0)
+      std::this_thread::yield();
+    else
+      std::this_thread::sleep_for(pause_);
+    pause_ = std::min(std::chrono::microseconds{1000}, pause_ + std::chrono::microseconds{20});
+  }
+
+  caf::error run_read() {
+    uint32_t next_delegate = 0, next_cross = 0;
+    while (next_delegate < std::min(ring_, chunks_))
+      if (auto err = delegate(next_delegate++))
+        return err;
+    bool confirmed = false; // chunk next_cross's Delegate completed
+    while (next_cross < chunks_) {
+      if (auto err = check_deadline())
+        return err;
+      bool progressed = false;
+      if (!confirmed) {
+        auto done = query(next_cross);
+        if (!done)
+          return std::move(done.error());
+        confirmed = progressed = *done;
+      }
+      auto& slot = local_[next_cross % local_.size()];
+      auto free = local_done(slot);
+      if (!free)
+        return std::move(free.error());
+      if (confirmed && *free) {
+        if (auto err = cross(next_cross, slot))
+          return err;
+        if (auto err = start_local(slot, next_cross))
+          return err;
+        ++next_cross;
+        confirmed = false;
+        progressed = true;
+        if (next_delegate < chunks_)
+          if (auto err = delegate(next_delegate++))
+            return err;
+      }
+      idle(progressed);
+    }
+    return finish_local();
+  }
+
+  /// Every local copy completed (READ's last POSTs).
+  caf::error finish_local() {
+    for (;;) {
+      if (auto err = check_deadline())
+        return err;
+      bool all = true;
+      for (auto& s : local_) {
+        auto done = local_done(s);
+        if (!done)
+          return std::move(done.error());
+        all = all && *done;
+      }
+      if (all)
+        return {};
+      idle(false);
+    }
+  }
+
+  caf::error run_write() {
+    uint32_t next_pre = 0, next_cross = 0;
+    while (next_pre < std::min<uint32_t>(static_cast<uint32_t>(local_.size()), chunks_)) {
+      if (auto err = start_local(local_[next_pre % local_.size()], next_pre))
+        return err;
+      ++next_pre;
+    }
+    // The chunk each source slot's Delegate copies, until it is confirmed.
+    std::vector<std::optional<uint32_t>> in_flight(ring_);
+    auto confirm = [&](uint32_t r) -> caf::expected<bool> {
+      if (!in_flight[r])
+        return true;
+      auto done = query(*in_flight[r]);
+      if (done && *done)
+        in_flight[r].reset();
+      return done;
+    };
+    auto busy = [&] {
+      return std::any_of(in_flight.begin(), in_flight.end(),
+                         [](const auto& c) { return c.has_value(); });
+    };
+    while (next_cross < chunks_ || busy()) {
+      if (auto err = check_deadline())
+        return err;
+      bool progressed = false;
+      if (next_cross >= chunks_) { // the last Delegates: confirm each
+        for (uint32_t r = 0; r < ring_; ++r) {
+          auto done = confirm(r);
+          if (!done)
+            return std::move(done.error());
+          progressed = progressed || (*done && !in_flight[r]);
+        }
+        idle(progressed);
+        continue;
+      }
+      auto r = next_cross % ring_;
+      auto free = confirm(r);
+      if (!free)
+        return std::move(free.error());
+      auto& slot = local_[next_cross % local_.size()];
+      auto ready = local_done(slot);
+      if (!ready)
+        return std::move(ready.error());
+      if (*free && *ready && slot.state == local_slot::ready && slot.chunk == next_cross) {
+        if (auto err = cross(next_cross, slot))
+          return err;
+        if (auto err = delegate(next_cross))
+          return err;
+        in_flight[r] = next_cross;
+        slot.state = local_slot::free;
+        ++next_cross;
+        progressed = true;
+        if (next_pre < chunks_) {
+          if (auto err = start_local(slot, next_pre))
+            return err;
+          ++next_pre;
+        }
+      }
+      idle(progressed);
+    }
+    return {};
+  }
+
+  caf::scoped_actor self_;
+  const remote_stager_params& p_;
+  const remote_stage_request& req_;
+  staging::cuda_api& api_;
+  std::vector<local_slot> local_;
+  uint64_t local_chunk_ = 0;
+  uint64_t nonce_ = 0;
+  caf::actor session_;
+  bool pinned_ = false;
+  bool unpinning_ = false;
+  uint64_t chunk_ = 0;
+  uint32_t ring_ = 1;
+  uint32_t chunks_ = 0;
+  remote_effect effect_ = remote_effect::none;
+  std::chrono::microseconds pause_{0};
+};
+
+} // namespace
+
+remote_stage_outcome run_requester_session(caf::actor_system& sys,
+                                           const remote_stager_params& p,
+                                           const remote_stage_request& req) {
+  return requester_session{sys, p, req}.run();
+}
+
+} // namespace ferry

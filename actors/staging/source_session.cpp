@@ -1,0 +1,256 @@
+#include "actors/staging/source_session.hpp"
+
+#include <cstring>
+#include <optional>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/stateful_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "protocol/atoms.hpp"
+#include "protocol/chunk_bytes.hpp"
+#include "protocol/errors.hpp"
+#include "staging/source_ring.hpp"
+#include "staging/staged_copy.hpp"
+
+namespace ferry {
+
+namespace {
+
+using staging::local_stager;
+
+struct session_state {
+  source_session_params p;
+  std::optional<staging::source_ring> ring;
+  std::vector<local_stager::chunk_loan> chunks;
+  caf::error failure; // sticky: every later frame but Unpin is refused
+  bool ended = false;
+  static inline const char* name = "ferry.source_session";
+};
+using session_actor = caf::stateful_actor<session_state>;
+
+staging::cuda_api& api_of(session_actor* self) {
+  return self->state.p.source.stager->api();
+}
+
+/// Runs `fn` with the session's context current, restoring the one before.
+template <class F>
+caf::error in_context(session_actor* self, F fn) {
+  auto& api = api_of(self);
+  if (auto err = api.push_context(self->state.chunks.front().ctx))
+    return err;
+  auto err = fn(api);
+  if (auto pop = api.pop_context(); pop && !err)
+    err = std::move(pop);
+  return err;
+}
+
+/// Drains the copies in flight, gives back the chunks and the loan, counts
+/// the end and quits. A chunk whose copy did not confirm stays retained.
+void end_session(session_actor* self, bool unpinned, const char* why) {
+  auto& st = self->state;
+  if (st.ended)
+    return;
+  st.ended = true;
+  auto& src = st.p.source;
+  std::vector<bool> ok(st.chunks.size(), true);
+  if (st.ring && !st.chunks.empty())
+    for (auto index : st.ring->copying()) {
+      auto err = in_context(self, [&](staging::cuda_api& api) {
+        return staging::wait_event(api, st.chunks[index].chunk->events[0], src.event_bound);
+      });
+      if (err) {
+        ok[index] = false;
+        spdlog::warn("remote staging session {}: a chunk's copy did not drain ({}); the "
+                     "chunk stays retained",
+                     st.p.session, describe(err));
+      }
+    }
+  for (size_t i = 0; i < st.chunks.size(); ++i) {
+    src.stager->give_back(st.chunks[i], ok[i]);
+    if (!ok[i])
+      src.stats->source_retained.fetch_add(1);
+  }
+  st.chunks.clear();
+  src.exposures->give_back(st.p.session);
+  src.stats->source_active.fetch_sub(1);
+  (unpinned ? src.stats->source_unpinned : src.stats->source_abandoned).fetch_add(1);
+  if (!unpinned)
+    spdlog::info("remote staging session {} ended: {}", st.p.session, why);
+  self->quit();
+}
+
+caf::result<stage_pin_reply> pin(session_actor* self, const stage_pin& req) {
+  auto& st = self->state;
+  auto& src = st.p.source;
+  auto refuse = [&](caf::error err) -> caf::result<stage_pin_reply> {
+    src.stats->pins_refused.fetch_add(1);
+    end_session(self, false, "Pin refused");
+    return err;
+  };
+  auto& api = src.stager->api();
+  auto kind = api.memory_kind_of(st.p.loan.start, st.p.loan.length);
+  if (!kind)
+    return refuse(std::move(kind.error()));
+  if (*kind != staging::memory_kind::device)
+    return refuse(make_error(errc::invalid_argument,
+                             *kind == staging::memory_kind::host
+                               ? "Pin: the exposed range is host memory, not device memory"
+                               : "Pin: the exposed range is not CUDA device memory"));
+  auto chunk = std::min<uint64_t>(req.chunk_size, src.stager->config().chunk_size);
+  auto chunks = staging::chunks_of(req.length, chunk);
+  auto width = staging::ring_width(req.depth, src.depth, chunks);
+  auto borrowed = src.stager->borrow(st.p.loan.device, width);
+  if (!borrowed)
+    return refuse(std::move(borrowed.error()));
+  st.chunks = std::move(*borrowed);
+  staging::source_ring::scope scope;
+  scope.nonce = req.nonce;
+  scope.registration = req.registration;
+  scope.direction = static_cast<stage_direction>(req.direction);
+  scope.length = req.length;
+  scope.chunk = chunk;
+  scope.width = width;
+  st.ring.emplace(scope);
+  self->monitor(st.p.requester);
+  self->delayed_send(self, std::chrono::milliseconds{req.budget_ms} + src.grace,
+                     stage_expire_atom::value);
+  src.stats->pins.fetch_add(1);
+  return stage_pin_reply{caf::actor_cast<caf::actor>(self), chunk, width, 1};
+}
+
+/// The frame's answer when the session has failed or not pinned yet.
+caf::error refused(session_actor* self) {
+  if (!self->state.ring)
+    return make_error(errc::protocol_violation, "the session has no Pin");
+  return self->state.failure;
+}
+
+caf::behavior source_session(session_actor* self, source_session_params p) {
+  self->state.p = std::move(p);
+  self->set_down_handler([self](caf::down_msg&) {
+    end_session(self, false, "its requester went away");
+  });
+  return {
+    [self](stage_pin_atom, const stage_pin& req) -> caf::result<stage_pin_reply> {
+      if (self->state.ring)
+        return make_error(errc::protocol_violation, "the session is already pinned");
+      return pin(self, req);
+    },
+    [self](stage_delegate_atom, const stage_frame& f) -> caf::result<stage_frame> {
+      auto& st = self->state;
+      if (auto err = refused(self))
+        return err;
+      auto slot = st.ring->delegate(f);
+      if (!slot)
+        return std::move(slot.error());
+      auto& c = *st.chunks[*slot].chunk;
+      auto device = st.p.loan.start + f.offset;
+      bool read = st.ring->session().direction == stage_direction::read;
+      auto err = in_context(self, [&](staging::cuda_api& api) -> caf::error {
+        auto copied = read ? api.copy_to_host(c.data(), device, f.length, c.stream)
+                           : api.copy_to_device(device, c.data(), f.length, c.stream);
+        if (copied)
+          return copied;
+        return api.event_record(c.events[0], c.stream);
+      });
+      auto& stats = *st.p.source.stats;
+      stats.delegates.fetch_add(1);
+      uint64_t running = st.ring->copying().size();
+      for (auto seen = stats.max_in_flight.load();
+           running > seen && !stats.max_in_flight.compare_exchange_weak(seen, running);) {
+      }
+      if (err) {
+        st.failure = err; // the copy's state is unknown: the slot drains at the end
+        return err;
+      }
+      return f;
+    },
+    [self](stage_query_atom, const stage_frame& f) -> caf::result<stage_frame, bool> {
+      auto& st = self->state;
+      if (auto err = refused(self))
+        return err;
+      auto slot = st.ring->query(f);
+      if (!slot)
+        return std::move(slot.error());
+      staging::event_state state = staging::event_state::not_ready;
+      auto err = in_context(self, [&](staging::cuda_api& api) -> caf::error {
+        auto q = api.event_query(st.chunks[*slot].chunk->events[0]);
+        if (!q)
+          return std::move(q.error());
+        state = *q;
+        return {};
+      });
+      if (err) {
+        st.failure = err;
+        return err;
+      }
+      bool complete = state == staging::event_state::complete;
+      if (complete) {
+        st.ring->copy_done(*slot);
+        bool read = st.ring->session().direction == stage_direction::read;
+        st.p.source.stager->count_copied(read, f.length);
+        st.p.source.stats->source_bytes.fetch_add(f.length);
+      }
+      return {f, complete};
+    },
+    [self](stage_cross_atom, const stage_frame& f, uint64_t offset,
+           uint64_t length) -> caf::result<chunk_bytes> {
+      auto& st = self->state;
+      if (auto err = refused(self))
+        return err;
+      if (st.ring->session().direction != stage_direction::read)
+        return make_error(errc::protocol_violation, "a WRITE session's CROSS carries bytes");
+      auto slot = st.ring->cross(f, offset, length);
+      if (!slot)
+        return std::move(slot.error());
+      const auto& chunk = st.chunks[*slot].chunk;
+      return chunk_bytes::view(chunk, chunk->data() + offset, length);
+    },
+    [self](stage_cross_atom, const stage_frame& f, uint64_t offset,
+           const chunk_bytes& bytes) -> caf::result<stage_frame> {
+      auto& st = self->state;
+      if (auto err = refused(self))
+        return err;
+      if (st.ring->session().direction != stage_direction::write)
+        return make_error(errc::protocol_violation, "a READ session's CROSS carries no bytes");
+      auto slot = st.ring->cross(f, offset, bytes.size());
+      if (!slot)
+        return std::move(slot.error());
+      std::memcpy(st.chunks[*slot].chunk->data() + offset, bytes.data(), bytes.size());
+      st.ring->received(*slot, bytes.size());
+      return f;
+    },
+    [self](stage_finish_atom, const stage_frame& f) -> caf::result<stage_frame> {
+      auto& st = self->state;
+      if (auto err = refused(self))
+        return err;
+      auto slot = st.ring->finish_cross(f);
+      if (!slot)
+        return std::move(slot.error());
+      return f;
+    },
+    [self](stage_unpin_atom, const stage_frame& f) -> caf::result<stage_frame> {
+      auto& st = self->state;
+      if (!st.ring)
+        return make_error(errc::protocol_violation, "the session has no Pin");
+      if (auto err = st.ring->unpin(f))
+        return err;
+      end_session(self, true, "Unpin");
+      return f;
+    },
+    [self](stage_expire_atom) {
+      end_session(self, false, "its deadline passed before Unpin");
+    },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_source_session(caf::actor_system& sys, source_session_params p) {
+  return sys.spawn<caf::detached>(source_session, std::move(p));
+}
+
+} // namespace ferry

@@ -1,0 +1,446 @@
+// Remote staging between processes on the fake CUDA (label remote_staging):
+// this process is the requester, ferry_gpu_peer the source. READ and WRITE,
+// serial and pipelined, bytes verified by checksum on both sides; the
+// source's refusals at Pin (opted out, host memory, permission, range,
+// stale epoch, full slots); frames out of scope; failures and the
+// deadline leave nothing leaked (the stats and the fake's live objects
+// return to where they were).
+#include <cstring>
+#include <thread>
+
+#include <caf/scoped_actor.hpp>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "actors/staging/remote_staging_stats.hpp"
+#include "protocol/atoms.hpp"
+#include "protocol/checksum.hpp"
+#include "protocol/errors.hpp"
+#include "runtime/messenger_client.hpp"
+#include "runtime/node.hpp"
+#include "runtime/remote_staging.hpp"
+#include "staging/fake_cuda.hpp"
+#include "staging/local_stager.hpp"
+#include "tests/cluster/test_support.hpp"
+
+using namespace ferry;
+using namespace std::chrono_literals;
+using nlohmann::json;
+using test::node_process;
+
+namespace {
+
+constexpr uint64_t KiB = 1024;
+constexpr uint64_t MiB = 1024 * KiB;
+
+std::string hex_checksum(const void* p, size_t n) {
+  char hex[19];
+  std::snprintf(hex, sizeof hex, "0x%016llx",
+                static_cast<unsigned long long>(checksum64(p, n)));
+  return hex;
+}
+
+struct RemoteStaging : ::testing::Test {
+  /// The source peer (remote staging on unless `opt_out`) and this node,
+  /// each with `depth` and 256 KiB chunks here, 128 KiB there (the chunk
+  /// size is negotiated down).
+  void start(uint32_t depth = 1, std::vector<std::string> peer_args = {},
+             bool opt_out = false, uint64_t transfer_timeout_ms = 60000) {
+    std::vector<std::string> args{"--test-fake-cuda", "--staging-chunk-size", "131072",
+                                  "--staging-pipeline-depth", std::to_string(depth),
+                                  "--remote-staging", opt_out ? "false" : "true"};
+    args.insert(args.end(), peer_args.begin(), peer_args.end());
+    peer = std::make_unique<node_process>(args, std::vector<std::string>{}, FERRY_GPU_PEER);
+    node_config c;
+    c.listen = false;
+    c.test_fake_cuda = true;
+    c.staging_chunk_size = 256 * KiB;
+    c.staging_pipeline_depth = depth;
+    c.transfer_timeout_ms = transfer_timeout_ms;
+    local = std::make_unique<node>(c);
+    if (auto err = local->start())
+      throw std::runtime_error(describe(err));
+    auto hello = local->connect(peer->endpoint());
+    if (!hello)
+      throw std::runtime_error(describe(hello.error()));
+    peer_id = hello->worker_id;
+  }
+
+  caf::expected<messenger::envelope> ask_peer(const std::string& handler,
+                                              std::map<std::string, std::string> hdrs) {
+    messenger_client m{*local};
+    return m.call(peer_id, handler, {}, std::move(hdrs), 30s);
+  }
+
+  /// Exposes `bytes` of pattern `seed` on the peer: (range, checksum).
+  std::pair<remote_device_range, std::string> expose(uint64_t bytes, uint64_t seed,
+                                                     const std::string& access = "read_write",
+                                                     const std::string& kind = "device") {
+    auto r = ask_peer("test.expose", {{"bytes", std::to_string(bytes)},
+                                      {"seed", std::to_string(seed)},
+                                      {"access", access},
+                                      {"kind", kind}});
+    if (!r)
+      throw std::runtime_error(describe(r.error()));
+    return {*parse_remote_device_range(r->hdrs["range"]), r->hdrs["checksum"]};
+  }
+
+  std::string peer_checksum(const remote_device_range& r) {
+    auto a = ask_peer("test.checksum", {{"range", to_string(r)}});
+    return a ? a->hdrs["checksum"] : describe(a.error());
+  }
+
+  json peer_stat() {
+    auto a = ask_peer("test.staging_stat", {});
+    return a ? json::parse(a->hdrs["stat"]) : json::object();
+  }
+
+  /// Device memory here, `bytes` long, filled with `fill` or a pattern.
+  staging::device_ptr device_here(size_t bytes, char fill) {
+    auto& api = local->stager()->api();
+    auto ctx = *api.retain_context(0);
+    api.push_context(ctx);
+    auto d = *api.mem_alloc(bytes);
+    api.pop_context();
+    api.release_context(0);
+    std::memset(reinterpret_cast<void*>(d), fill, bytes);
+    return d;
+  }
+  staging::device_ptr pattern_here(size_t bytes, uint64_t seed) {
+    auto d = device_here(bytes, 0);
+    auto p = test::payload(bytes, seed);
+    std::memcpy(reinterpret_cast<void*>(d), p.data(), bytes);
+    return d;
+  }
+  static std::string checksum_at(staging::device_ptr d, size_t n) {
+    return hex_checksum(reinterpret_cast<const void*>(d), n);
+  }
+
+  /// The peer is back at rest: no session, no loan, no chunk lent.
+  void expect_peer_at_rest() {
+    json s;
+    EXPECT_TRUE(test::eventually([&] {
+      s = peer_stat();
+      return s["source"].value("active", -1) == 0 && s.value("loans", -1) == 0
+             && s["chunks"].value("active", -1) == 0;
+    }, 20s)) << s.dump();
+    EXPECT_EQ(s["chunks"].value("retained", -1), 0) << s.dump();
+  }
+  void expect_local_at_rest() {
+    auto st = local->stager()->stats();
+    EXPECT_EQ(st.active, 0u);
+    EXPECT_EQ(st.retained, 0u);
+    EXPECT_EQ(local->remote_staging()->active.load(), 0);
+    EXPECT_EQ(local->remote_staging()->queued.load(), 0);
+  }
+
+  void read_and_verify(uint64_t bytes, uint64_t offset = 0) {
+    auto [range, sum] = expose(bytes + offset, 21);
+    auto dst = device_here(bytes + 64, '\x5a');
+    auto out = remote_staging{*local}.read(range, offset, 0, dst, bytes);
+    ASSERT_FALSE(out.error) << describe(out.error);
+    EXPECT_EQ(out.completed, bytes);
+    auto expected = test::payload(bytes + offset, 21);
+    EXPECT_EQ(checksum_at(dst, bytes), hex_checksum(expected.data() + offset, bytes));
+    for (size_t i = 0; i < 64; ++i)
+      ASSERT_EQ(reinterpret_cast<const char*>(dst)[bytes + i], '\x5a') << "past the range";
+    EXPECT_EQ(local->remote_staging()->bytes_read.load(), bytes);
+    expect_peer_at_rest();
+    expect_local_at_rest();
+  }
+
+  void write_and_verify(uint64_t bytes) {
+    auto [range, before] = expose(bytes, 22);
+    auto src = pattern_here(bytes, 23);
+    auto out = remote_staging{*local}.write(range, 0, 0, src, bytes);
+    ASSERT_FALSE(out.error) << describe(out.error);
+    EXPECT_EQ(out.completed, bytes);
+    EXPECT_NE(peer_checksum(range), before);
+    EXPECT_EQ(peer_checksum(range), checksum_at(src, bytes));
+    EXPECT_EQ(local->remote_staging()->bytes_written.load(), bytes);
+    expect_peer_at_rest();
+    expect_local_at_rest();
+  }
+
+  void TearDown() override {
+    local.reset();
+    peer.reset();
+  }
+
+  std::unique_ptr<node_process> peer;
+  std::unique_ptr<node> local;
+  uint64_t peer_id = 0;
+};
+
+TEST_F(RemoteStaging, AReadOfAPeersDeviceRangeRunsSerially) {
+  start(1);
+  read_and_verify(1 * MiB + 4321, 1000); // 128 KiB chunks, a tail, an offset
+  auto s = peer_stat();
+  EXPECT_EQ(s["source"].value("pins", 0), 1);
+  EXPECT_EQ(s["source"].value("unpinned", 0), 1);
+  EXPECT_EQ(s["source"].value("delegates", 0), 9); // ceil((1 MiB + 4321) / 128 KiB)
+  EXPECT_EQ(s["source"].value("max_in_flight", 0), 1); // serial: one copy at a time
+}
+
+TEST_F(RemoteStaging, AWriteIntoAPeersDeviceRangeRunsSerially) {
+  start(1);
+  write_and_verify(700 * KiB + 3);
+}
+
+struct RemoteStagingPipeline : RemoteStaging,
+                               ::testing::WithParamInterface<std::tuple<bool, uint32_t>> {};
+
+TEST_P(RemoteStagingPipeline, MovesEveryByteAtItsDepth) {
+  auto [write, depth] = GetParam();
+  start(depth, {"--staging-chunk-count", "32"});
+  if (write)
+    write_and_verify(3 * MiB + 17);
+  else
+    read_and_verify(3 * MiB + 17);
+  // The source really ran copies side by side: a READ prefills its whole
+  // ring (R = depth here: 25 chunks of 128 KiB); a WRITE has more than one
+  // Delegate out while the next chunk crosses.
+  auto most = peer_stat()["source"].value("max_in_flight", 0);
+  if (write)
+    EXPECT_GE(most, 2) << depth;
+  else
+    EXPECT_EQ(most, static_cast<int>(depth));
+}
+
+INSTANTIATE_TEST_SUITE_P(Depths, RemoteStagingPipeline,
+                         ::testing::Combine(::testing::Bool(), ::testing::Values(2u, 4u, 16u)),
+                         [](const auto& info) {
+                           return std::string(std::get<0>(info.param) ? "write" : "read")
+                                  + "_depth" + std::to_string(std::get<1>(info.param));
+                         });
+
+TEST_F(RemoteStaging, ReadsAndWritesOfOneSourceRunSideBySide) {
+  start(2); // two staging workers there: two session slots
+  auto [a, a_sum] = expose(2 * MiB, 31, "read");
+  auto [b, b_before] = expose(2 * MiB, 32, "write");
+  auto dst = device_here(2 * MiB, 0);
+  auto src = pattern_here(2 * MiB, 33);
+  remote_stage_outcome read_out, write_out;
+  std::thread reader{[&] { read_out = remote_staging{*local}.read(a, 0, 0, dst, 2 * MiB); }};
+  write_out = remote_staging{*local}.write(b, 0, 0, src, 2 * MiB);
+  reader.join();
+  ASSERT_FALSE(read_out.error) << describe(read_out.error);
+  ASSERT_FALSE(write_out.error) << describe(write_out.error);
+  EXPECT_EQ(checksum_at(dst, 2 * MiB), a_sum);
+  EXPECT_EQ(peer_checksum(b), checksum_at(src, 2 * MiB));
+  expect_peer_at_rest();
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, ANodeStagesFromItsOwnExposedRange) {
+  start(1);
+  // This node is its own source (a self-peer session): it must opt in too.
+  local.reset();
+  node_config c;
+  c.listen = false;
+  c.test_fake_cuda = true;
+  c.remote_staging = true;
+  c.staging_chunk_size = 256 * KiB;
+  local = std::make_unique<node>(c);
+  ASSERT_FALSE(local->start());
+  auto src = pattern_here(600 * KiB, 41);
+  auto range = remote_staging{*local}.expose(0, src, 600 * KiB, staging::device_access::read);
+  ASSERT_TRUE(range);
+  auto dst = device_here(600 * KiB, 0);
+  auto out = remote_staging{*local}.read(*range, 0, 0, dst, 600 * KiB);
+  ASSERT_FALSE(out.error) << describe(out.error);
+  EXPECT_EQ(checksum_at(dst, 600 * KiB), checksum_at(src, 600 * KiB));
+  EXPECT_EQ(local->remote_staging()->pins.load(), 1u);
+  EXPECT_TRUE(test::eventually([&] { return local->device_exposures()->loans() == 0; }));
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, ASourceThatOptedOutRefusesThePin) {
+  start(1, {}, true);
+  auto [range, sum] = expose(64 * KiB, 1);
+  auto dst = device_here(64 * KiB, 0);
+  auto out = remote_staging{*local}.read(range, 0, 0, dst, 64 * KiB);
+  EXPECT_TRUE(is(out.error, errc::staging_unavailable)) << describe(out.error);
+  EXPECT_NE(describe(out.error).find("--remote-staging"), std::string::npos);
+  EXPECT_EQ(peer_stat()["source"].value("pins_refused", 0), 1);
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, PinRefusesHostMemoryPermissionRangeAndAStaleEpoch) {
+  start(1);
+  auto dst = device_here(64 * KiB, 0);
+  auto chunks_before = peer_stat()["chunks"].value("allocations", -1);
+  // Host memory exposed as if it were device memory.
+  auto [host, h_sum] = expose(64 * KiB, 2, "read", "host");
+  auto out = remote_staging{*local}.read(host, 0, 0, dst, 64 * KiB);
+  EXPECT_TRUE(is(out.error, errc::invalid_argument)) << describe(out.error);
+  EXPECT_NE(describe(out.error).find("not CUDA device memory"), std::string::npos);
+  // A read-only range refuses a WRITE (nothing was sent that could change it).
+  auto [ro, ro_sum] = expose(64 * KiB, 3, "read");
+  out = remote_staging{*local}.write(ro, 0, 0, dst, 64 * KiB);
+  EXPECT_TRUE(is(out.error, errc::invalid_argument)) << describe(out.error);
+  EXPECT_EQ(out.effect, remote_effect::none);
+  EXPECT_EQ(peer_checksum(ro), ro_sum);
+  // A range that claims more bytes than the source exposed.
+  auto longer = ro;
+  longer.bytes = 128 * KiB;
+  out = remote_staging{*local}.read(longer, 64 * KiB, 0, dst, 64 * KiB);
+  EXPECT_TRUE(is(out.error, errc::invalid_argument)) << describe(out.error);
+  // A range from another incarnation of the source.
+  auto stale = ro;
+  stale.epoch += 1;
+  out = remote_staging{*local}.read(stale, 0, 0, dst, 64 * KiB);
+  EXPECT_TRUE(is(out.error, errc::invalid_argument)) << describe(out.error);
+  auto s = peer_stat();
+  EXPECT_EQ(s["source"].value("pins_refused", 0), 4) << s.dump();
+  EXPECT_EQ(s["source"].value("pins", -1), 0);
+  // Refused before any staging memory was taken for them.
+  EXPECT_EQ(s["chunks"].value("allocations", -1), chunks_before);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, FramesOutOfScopeOrOrderAreRefused) {
+  start(1);
+  auto [range, sum] = expose(512 * KiB, 4);
+  caf::scoped_actor self{local->system()};
+  caf::actor source;
+  self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
+    .receive([&](caf::actor& a) { source = a; }, [&](caf::error& e) { FAIL() << describe(e); });
+  ASSERT_TRUE(source);
+  stage_pin pin;
+  pin.nonce = 99;
+  pin.registration = range.registration;
+  pin.epoch = range.epoch;
+  pin.length = 512 * KiB;
+  pin.chunk_size = 128 * KiB;
+  pin.depth = 1;
+  pin.budget_ms = 20000;
+  stage_pin_reply reply;
+  self->request(source, 10s, stage_pin_atom::value, pin)
+    .receive([&](stage_pin_reply& r) { reply = r; },
+             [&](caf::error& e) { FAIL() << describe(e); });
+  ASSERT_TRUE(reply.session);
+  EXPECT_EQ(reply.chunk_size, 128 * KiB);
+  EXPECT_EQ(reply.ring, 1u);
+  auto expect_refused = [&](auto atom, stage_frame f) {
+    caf::error got;
+    self->request(reply.session, 10s, atom, f)
+      .receive([&](stage_frame&) {}, [&](caf::error& e) { got = e; });
+    EXPECT_TRUE(is(got, errc::protocol_violation)) << describe(got);
+  };
+  stage_frame f;
+  f.nonce = 98; // another session's
+  f.registration = range.registration;
+  f.phase = static_cast<uint8_t>(stage_phase::delegate);
+  f.length = 128 * KiB;
+  expect_refused(stage_delegate_atom::value, f);
+  f.nonce = 99;
+  f.chunk = 1; // out of order
+  f.offset = 128 * KiB;
+  expect_refused(stage_delegate_atom::value, f);
+  f.chunk = 0;
+  f.offset = 0;
+  expect_refused(stage_finish_atom::value, f); // wrong phase
+  f.phase = static_cast<uint8_t>(stage_phase::cross);
+  expect_refused(stage_finish_atom::value, f); // nothing crossed
+  stage_frame unpin;
+  unpin.nonce = 99;
+  unpin.registration = range.registration;
+  unpin.phase = static_cast<uint8_t>(stage_phase::unpin);
+  unpin.length = 512 * KiB;
+  caf::error unpinned;
+  self->request(reply.session, 10s, stage_unpin_atom::value, unpin)
+    .receive([&](stage_frame& echo) { EXPECT_EQ(echo, unpin); },
+             [&](caf::error& e) { unpinned = e; });
+  EXPECT_FALSE(unpinned) << describe(unpinned);
+  auto s = peer_stat();
+  EXPECT_EQ(s["source"].value("delegates", -1), 0); // no copy ran for a bad frame
+  expect_peer_at_rest();
+}
+
+TEST_F(RemoteStaging, AFullSetOfSourceSlotsRefusesThePinBeforeAllocating) {
+  start(1, {"--staging-workers", "1"}); // one session slot there
+  auto [a, a_sum] = expose(256 * KiB, 5);
+  auto [b, b_sum] = expose(256 * KiB, 6);
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}}));
+  auto dst_a = device_here(256 * KiB, 0);
+  auto dst_b = device_here(256 * KiB, 0);
+  remote_stage_outcome first;
+  std::thread held{[&] { first = remote_staging{*local}.read(a, 0, 0, dst_a, 256 * KiB); }};
+  ASSERT_TRUE(test::eventually([&] { return peer_stat()["source"].value("active", 0) == 1; }));
+  auto allocations = peer_stat()["chunks"].value("allocations", -1);
+  auto second = remote_staging{*local}.read(b, 0, 0, dst_b, 256 * KiB);
+  EXPECT_TRUE(is(second.error, errc::resource_exhausted)) << describe(second.error);
+  EXPECT_EQ(peer_stat()["chunks"].value("allocations", -2), allocations);
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "0"}}));
+  held.join();
+  ASSERT_FALSE(first.error) << describe(first.error);
+  EXPECT_EQ(checksum_at(dst_a, 256 * KiB), a_sum);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, ACudaFailureOnTheSourceFailsTheReadAndLeaksNothing) {
+  start(2, {"--staging-chunk-count", "8"});
+  auto [range, sum] = expose(1 * MiB, 7);
+  auto dst = device_here(1 * MiB, 0);
+  auto out = remote_staging{*local}.read(range, 0, 0, dst, 1 * MiB); // the pool warms up
+  ASSERT_FALSE(out.error) << describe(out.error);
+  auto live_before = peer_stat()["live"]; // the idle chunks' streams, events, mappings
+  ASSERT_TRUE(ask_peer("test.fail_cuda", {{"call", "copy_to_host"}, {"times", "1"}}));
+  out = remote_staging{*local}.read(range, 0, 0, dst, 1 * MiB);
+  EXPECT_TRUE(is(out.error, errc::cuda_error)) << describe(out.error);
+  EXPECT_EQ(out.completed, 0u);
+  EXPECT_EQ(local->remote_staging()->failed.load(), 1u);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+  std::memset(reinterpret_cast<void*>(dst), 0, 1 * MiB);
+  // The failed copy never ran: its chunk went back clean; the next read works.
+  out = remote_staging{*local}.read(range, 0, 0, dst, 1 * MiB);
+  ASSERT_FALSE(out.error) << describe(out.error);
+  EXPECT_EQ(checksum_at(dst, 1 * MiB), sum);
+  EXPECT_EQ(peer_stat()["live"], live_before); // no stream, event or mapping more
+}
+
+TEST_F(RemoteStaging, AFailedWriteAfterItsDelegateReportsTheRemoteEffectUnknown) {
+  start(1);
+  auto [range, before] = expose(512 * KiB, 8);
+  ASSERT_TRUE(ask_peer("test.fail_cuda", {{"call", "copy_to_device"}, {"times", "1"}}));
+  auto src = pattern_here(512 * KiB, 9);
+  auto out = remote_staging{*local}.write(range, 0, 0, src, 512 * KiB);
+  EXPECT_TRUE(is(out.error, errc::cuda_error)) << describe(out.error);
+  EXPECT_EQ(out.effect, remote_effect::unknown);
+  EXPECT_EQ(out.completed, 0u);
+  EXPECT_EQ(local->remote_staging()->effect_unknown.load(), 1u);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, ALocalCudaFailureFailsTheReadAndLeaksNothing) {
+  start(1);
+  auto [range, sum] = expose(512 * KiB, 10);
+  auto dst = device_here(512 * KiB, 0);
+  dynamic_cast<staging::fake_cuda&>(local->stager()->api()).fail("copy_to_device", 1);
+  auto out = remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB);
+  EXPECT_TRUE(is(out.error, errc::cuda_error)) << describe(out.error);
+  expect_peer_at_rest();
+  // The failed POST's chunk is kept out of reuse (its copy's state is unknown).
+  EXPECT_EQ(local->stager()->stats().active, 0u);
+  EXPECT_EQ(local->remote_staging()->active.load(), 0);
+}
+
+TEST_F(RemoteStaging, ADeadlineThatPassesMidSessionEndsItOnBothSides) {
+  start(1, {}, false, 1500); // this node's transfers end after 1.5 s
+  auto [range, sum] = expose(512 * KiB, 11);
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}})); // the source's copies hang
+  auto dst = device_here(512 * KiB, 0);
+  auto out = remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB);
+  EXPECT_TRUE(is(out.error, errc::timeout)) << describe(out.error);
+  EXPECT_NE(describe(out.error).find("deadline"), std::string::npos) << describe(out.error);
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "0"}}));
+  expect_peer_at_rest(); // the session drained its copy and gave everything back
+  expect_local_at_rest();
+}
+
+} // namespace
