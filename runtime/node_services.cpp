@@ -235,6 +235,7 @@ void node::start_staging() {
   sp.depth = cfg_.staging_pipeline_depth;
   sp.slots = std::max<size_t>(1, std::min<size_t>(cfg_.staging_workers, sc.chunk_count));
   sp.grace = cfg_.request_timeout();
+  sp.max_budget = cfg_.transfer_timeout();
   staging_source_ = spawn_staging_source(*sys_, std::move(sp));
   remote_stager_params rp;
   rp.stager = stager_;
@@ -243,6 +244,7 @@ void node::start_staging() {
   rp.max_queued = 64;
   rp.depth = cfg_.staging_pipeline_depth;
   rp.request_timeout = cfg_.request_timeout();
+  rp.event_bound = std::chrono::milliseconds{30000}; // as a local copy's (staged_copy)
   remote_stagers_ = spawn_remote_stagers(*sys_, std::move(rp));
   if (cfg_.remote_staging)
     spdlog::info("remote staging: peers may Pin this node's exposed device ranges "

@@ -133,7 +133,16 @@ void node::stop() {
   stop_and_wait("messenger", caf::actor_cast<caf::actor>(messenger_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
   stop_and_wait("remote staging shards", remote_stagers_);
-  stop_and_wait("staging source", staging_source_); // its sessions drain as they end
+  if (staging_source_) { // Pins refused from now on; each session drains and ends
+    std::vector<caf::actor> sessions;
+    caf::scoped_actor self{*sys_};
+    self->request(staging_source_, deadline.left(), stop_work_atom::value)
+      .receive([&](std::vector<caf::actor>& live) { sessions = std::move(live); },
+               [&](caf::error&) {});
+    for (auto& s : sessions)
+      stop_and_wait("remote staging session", s);
+  }
+  stop_and_wait("staging source", staging_source_);
   stop_and_wait("staging workers", staging_workers_);
   if (stager_)
     stager_->close(); // idle chunks go; a retained one keeps its memory

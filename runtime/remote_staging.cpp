@@ -90,8 +90,11 @@ remote_stage_outcome remote_staging::run(remote_stage_request req) {
   if (resolve_error)
     return failed(std::move(resolve_error));
   auto ticket = req.ticket;
+  bool write = req.direction == stage_direction::write;
   remote_stage_outcome out;
-  self->request(shards, limit + cfg.request_timeout(), remote_stage_atom::value, std::move(req))
+  // The session's own worst case: its deadline, its Unpin, its local drain.
+  auto bound = limit + cfg.request_timeout() + std::chrono::milliseconds{30000};
+  self->request(shards, bound, remote_stage_atom::value, std::move(req))
     .receive([&](remote_stage_outcome& o) { out = std::move(o); },
              [&](caf::error& e) {
                bool never_started = ticket->cancel(); // then it never will
@@ -100,6 +103,8 @@ remote_stage_outcome remote_staging::run(remote_stage_request req) {
                                                  ? "the session waited past its deadline"
                                                  : "the session did not end by its deadline");
                out = failed(std::move(e));
+               if (write && !never_started)
+                 out.effect = remote_effect::unknown; // it may have sent a Delegate
              });
   return out;
 }

@@ -57,13 +57,15 @@ caf::expected<device_loan> device_exposures::lend(const stage_pin& pin, uint64_t
     return make_error(errc::invalid_argument,
                       std::string{"Pin: the range allows "} + to_string(e.access)
                         + ", not " + to_string(dir));
+  // Exclusive by the device bytes themselves: two exposures may cover the
+  // same memory.
+  auto start = e.base + pin.offset;
   for (auto& [other, l] : loans_)
-    if (l.registration == pin.registration && pin.offset < l.offset + l.length
-        && l.offset < pin.offset + pin.length)
+    if (l.device == e.device && start < l.start + l.length && l.start < start + pin.length)
       return make_error(errc::resource_exhausted,
-                        "Pin: the bytes overlap another session's (a range is lent to "
-                        "one session at a time)");
-  loans_[session] = loan_rec{pin.registration, pin.offset, pin.length};
+                        "Pin: the bytes overlap another session's (device memory is lent "
+                        "to one session at a time)");
+  loans_[session] = loan_rec{pin.registration, e.device, start, pin.length};
   return device_loan{pin.registration, e.device, e.base + pin.offset, pin.length};
 }
 

@@ -5,7 +5,8 @@
 //   expose(range)          -> a registration id (never 0, never reused)
 //   lend(pin, session)     -> the range to copy, after the Pin's checks in
 //                             order: registration, range, permission, and
-//                             no overlap with another session's loan
+//                             no overlap with another session's loan on the
+//                             same device bytes (whichever exposure)
 //   give_back(session)     the session ended (its copies drained)
 //   withdraw(id)           refused while a session holds a loan on it
 // The allocation's actual type is checked by the session, with CUDA.
@@ -54,7 +55,9 @@ public:
 private:
   struct loan_rec {
     uint64_t registration;
-    uint64_t offset, length;
+    int device;
+    device_ptr start;
+    uint64_t length;
   };
   mutable std::mutex mu_;
   std::map<uint64_t, device_exposure> exposures_;

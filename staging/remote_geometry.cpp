@@ -13,6 +13,10 @@ uint32_t chunks_of(uint64_t length, uint64_t chunk) {
   return static_cast<uint32_t>((length + chunk - 1) / chunk);
 }
 
+bool chunk_count_fits(uint64_t length, uint64_t chunk) {
+  return chunk != 0 && length / chunk + (length % chunk != 0) <= UINT32_MAX;
+}
+
 uint32_t ring_width(uint32_t depth_a, uint32_t depth_b, uint32_t chunks) {
   return std::max<uint32_t>(1, std::min({depth_a, depth_b, chunks}));
 }

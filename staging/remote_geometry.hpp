@@ -16,6 +16,12 @@
 namespace ferry::staging {
 
 inline constexpr uint32_t max_pipeline_depth = 16;
+/// The smallest chunk a session runs with (a page): a peer's smaller one
+/// would only multiply the frames.
+inline constexpr uint64_t min_remote_chunk = 4096;
+
+/// True when ceil(length / chunk) fits a chunk index (32 bits).
+bool chunk_count_fits(uint64_t length, uint64_t chunk);
 
 /// ceil(length / chunk); 0 for an empty range.
 uint32_t chunks_of(uint64_t length, uint64_t chunk);

@@ -117,11 +117,13 @@ private:
     auto reply = ask<stage_pin_reply>(req_.source, stage_pin_atom::value, pin);
     if (!reply)
       return std::move(reply.error());
-    if (!reply->session || reply->chunk_size == 0 || reply->chunk_size > local_chunk_
-        || reply->ring == 0 || reply->ring > staging::max_pipeline_depth)
-      return make_error(errc::protocol_violation, "the source's Pin reply is out of bounds");
     session_ = reply->session;
-    pinned_ = true;
+    pinned_ = static_cast<bool>(session_); // from here on, Unpin ends it
+    if (!session_ || reply->chunk_size < staging::min_remote_chunk
+        || reply->chunk_size > local_chunk_ || reply->ring == 0
+        || reply->ring > staging::max_pipeline_depth
+        || !staging::chunk_count_fits(req_.length, reply->chunk_size))
+      return make_error(errc::protocol_violation, "the source's Pin reply is out of bounds");
     chunk_ = reply->chunk_size;
     ring_ = reply->ring;
     chunks_ = staging::chunks_of(req_.length, chunk_);
@@ -138,6 +140,8 @@ private:
   caf::expected<R> ask(const caf::actor& to, Ts&&... xs) {
     auto until = unpinning_ ? req_.deadline + p_.request_timeout / 2 : req_.deadline;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_type::now());
+    if (unpinning_) // sent in any case: the source then drains and ends at once
+      left = std::min(p_.request_timeout, std::max(left, std::chrono::milliseconds{100}));
     if (left.count() <= 0)
       return make_error(errc::timeout, "the remote staging request's deadline passed");
     caf::expected<R> out{make_error(errc::timeout, "no answer from the source")};
@@ -217,7 +221,11 @@ private:
           return make_error(errc::protocol_violation, "a CROSS piece of the wrong size");
         std::memcpy(memory + at, bytes->data(), n);
       } else {
-        auto piece = chunk_bytes::view(slot.loan.chunk, memory + at, n);
+        // A copy, not a view of the slot: CAF may serialize the message
+        // after this session gave the chunk back.
+        char* out = nullptr;
+        auto piece = chunk_bytes::allocate(n, &out);
+        std::memcpy(out, memory + at, n);
         auto echo = ask<stage_frame>(session_, stage_cross_atom::value, f, at, piece);
         if (!echo)
           return std::move(echo.error());
@@ -257,12 +265,15 @@ private:
       auto copied = req_.direction == stage_direction::read
                       ? api_.copy_to_device(device, c.data(), span.length, c.stream)
                       : api_.copy_to_host(c.data(), device, span.length, c.stream);
-      if (copied)
+      if (copied) {
+        s.state = local_slot::free; // nothing was queued
         return copied;
-      return api_.event_record(c.events[0], c.stream);
+      }
+      auto recorded = api_.event_record(c.events[0], c.stream);
+      if (recorded)
+        s.ok = false; // queued with no event to confirm it: retained
+      return recorded;
     });
-    if (err)
-      s.ok = false; // the copy's state is unknown
     return err;
   }
 
@@ -291,14 +302,19 @@ private:
     return true;
   }
 
-  /// Waits out every local copy still in flight (bounded per copy).
+  /// Waits out every local copy still in flight, all within one event
+  /// bound (a copy past it keeps its chunk retained).
   caf::error drain_local() {
     caf::error first;
+    auto until = clock_type::now() + p_.event_bound;
     for (auto& s : local_) {
       if (s.state != local_slot::copying)
         continue;
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until
+                                                                        - clock_type::now());
       auto err = in_context(s, [&] {
-        return staging::wait_event(api_, s.loan.chunk->events[0], p_.event_bound);
+        return staging::wait_event(api_, s.loan.chunk->events[0],
+                                   std::max(left, std::chrono::milliseconds{1}));
       });
       if (err) {
         s.ok = false;
@@ -413,10 +429,11 @@ private:
       bool progressed = false;
       if (next_cross >= chunks_) { // the last Delegates: confirm each
         for (uint32_t r = 0; r < ring_; ++r) {
+          bool was = in_flight[r].has_value();
           auto done = confirm(r);
           if (!done)
             return std::move(done.error());
-          progressed = progressed || (*done && !in_flight[r]);
+          progressed = progressed || (was && !in_flight[r]);
         }
         idle(progressed);
         continue;

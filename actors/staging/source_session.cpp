@@ -25,60 +25,81 @@ struct session_state {
   source_session_params p;
   std::optional<staging::source_ring> ring;
   std::vector<local_stager::chunk_loan> chunks;
+  // Slots whose copy may run on with no event to confirm it (queued, then
+  // its event failed to record or to answer): their chunks are retained.
+  std::vector<bool> uncertain;
   caf::error failure; // sticky: every later frame but Unpin is refused
   bool ended = false;
   static inline const char* name = "ferry.source_session";
+
+  /// However the actor ends (Unpin, its requester's loss, the deadline, an
+  /// exit or an exception), its copies drain and what it holds goes back.
+  ~session_state() { release(false, "the session actor ended"); }
+
+  staging::cuda_api& api() { return p.source.stager->api(); }
+
+  /// Runs `fn` with the session's context current, restoring the one before.
+  template <class F>
+  caf::error in_context(F fn) {
+    if (auto err = api().push_context(chunks.front().ctx))
+      return err;
+    auto err = fn(api());
+    if (auto pop = api().pop_context(); pop && !err)
+      err = std::move(pop);
+    return err;
+  }
+
+  /// Drains the copies in flight (bounded), then gives the chunks back (a
+  /// chunk whose copy did not confirm stays retained). The loan and the
+  /// slot go back only when every copy confirmed: an unconfirmed drain keeps
+  /// them charged (a copy may still touch the range). Once only.
+  void release(bool unpinned, const char* why) {
+    if (ended)
+      return;
+    ended = true;
+    auto& src = p.source;
+    std::vector<bool> ok(chunks.size(), true);
+    for (size_t i = 0; i < uncertain.size() && i < ok.size(); ++i)
+      ok[i] = !uncertain[i];
+    if (ring && !chunks.empty())
+      for (auto index : ring->copying()) {
+        if (!ok[index])
+          continue;
+        auto err = in_context([&](staging::cuda_api& a) {
+          return staging::wait_event(a, chunks[index].chunk->events[0], src.event_bound);
+        });
+        if (err) {
+          ok[index] = false;
+          spdlog::warn("remote staging session {}: a chunk's copy did not drain ({})",
+                       p.session, describe(err));
+        }
+      }
+    bool confirmed = true;
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      src.stager->give_back(chunks[i], ok[i]);
+      if (!ok[i]) {
+        confirmed = false;
+        src.stats->source_retained.fetch_add(1);
+      }
+    }
+    chunks.clear();
+    if (confirmed) {
+      src.exposures->give_back(p.session);
+      src.stats->source_active.fetch_sub(1);
+    } else {
+      spdlog::warn("remote staging session {}: a copy did not confirm; its chunks, its "
+                   "range's loan and its slot stay charged",
+                   p.session);
+    }
+    (unpinned ? src.stats->source_unpinned : src.stats->source_abandoned).fetch_add(1);
+    if (!unpinned)
+      spdlog::info("remote staging session {} ended: {}", p.session, why);
+  }
 };
 using session_actor = caf::stateful_actor<session_state>;
 
-staging::cuda_api& api_of(session_actor* self) {
-  return self->state.p.source.stager->api();
-}
-
-/// Runs `fn` with the session's context current, restoring the one before.
-template <class F>
-caf::error in_context(session_actor* self, F fn) {
-  auto& api = api_of(self);
-  if (auto err = api.push_context(self->state.chunks.front().ctx))
-    return err;
-  auto err = fn(api);
-  if (auto pop = api.pop_context(); pop && !err)
-    err = std::move(pop);
-  return err;
-}
-
-/// Drains the copies in flight, gives back the chunks and the loan, counts
-/// the end and quits. A chunk whose copy did not confirm stays retained.
 void end_session(session_actor* self, bool unpinned, const char* why) {
-  auto& st = self->state;
-  if (st.ended)
-    return;
-  st.ended = true;
-  auto& src = st.p.source;
-  std::vector<bool> ok(st.chunks.size(), true);
-  if (st.ring && !st.chunks.empty())
-    for (auto index : st.ring->copying()) {
-      auto err = in_context(self, [&](staging::cuda_api& api) {
-        return staging::wait_event(api, st.chunks[index].chunk->events[0], src.event_bound);
-      });
-      if (err) {
-        ok[index] = false;
-        spdlog::warn("remote staging session {}: a chunk's copy did not drain ({}); the "
-                     "chunk stays retained",
-                     st.p.session, describe(err));
-      }
-    }
-  for (size_t i = 0; i < st.chunks.size(); ++i) {
-    src.stager->give_back(st.chunks[i], ok[i]);
-    if (!ok[i])
-      src.stats->source_retained.fetch_add(1);
-  }
-  st.chunks.clear();
-  src.exposures->give_back(st.p.session);
-  src.stats->source_active.fetch_sub(1);
-  (unpinned ? src.stats->source_unpinned : src.stats->source_abandoned).fetch_add(1);
-  if (!unpinned)
-    spdlog::info("remote staging session {} ended: {}", st.p.session, why);
+  self->state.release(unpinned, why);
   self->quit();
 }
 
@@ -90,8 +111,7 @@ caf::result<stage_pin_reply> pin(session_actor* self, const stage_pin& req) {
     end_session(self, false, "Pin refused");
     return err;
   };
-  auto& api = src.stager->api();
-  auto kind = api.memory_kind_of(st.p.loan.start, st.p.loan.length);
+  auto kind = st.api().memory_kind_of(st.p.loan.start, st.p.loan.length);
   if (!kind)
     return refuse(std::move(kind.error()));
   if (*kind != staging::memory_kind::device)
@@ -106,6 +126,7 @@ caf::result<stage_pin_reply> pin(session_actor* self, const stage_pin& req) {
   if (!borrowed)
     return refuse(std::move(borrowed.error()));
   st.chunks = std::move(*borrowed);
+  st.uncertain.assign(st.chunks.size(), false);
   staging::source_ring::scope scope;
   scope.nonce = req.nonce;
   scope.registration = req.registration;
@@ -115,8 +136,10 @@ caf::result<stage_pin_reply> pin(session_actor* self, const stage_pin& req) {
   scope.width = width;
   st.ring.emplace(scope);
   self->monitor(st.p.requester);
-  self->delayed_send(self, std::chrono::milliseconds{req.budget_ms} + src.grace,
-                     stage_expire_atom::value);
+  // The budget is the requester's word: never more than this node's own
+  // bound on a transfer.
+  auto budget = std::min(std::chrono::milliseconds{req.budget_ms}, src.max_budget);
+  self->delayed_send(self, budget + src.grace, stage_expire_atom::value);
   src.stats->pins.fetch_add(1);
   return stage_pin_reply{caf::actor_cast<caf::actor>(self), chunk, width, 1};
 }
@@ -132,6 +155,9 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
   self->state.p = std::move(p);
   self->set_down_handler([self](caf::down_msg&) {
     end_session(self, false, "its requester went away");
+  });
+  self->set_exit_handler([self](caf::exit_msg&) {
+    end_session(self, false, "told to exit (the node stops)");
   });
   return {
     [self](stage_pin_atom, const stage_pin& req) -> caf::result<stage_pin_reply> {
@@ -149,12 +175,15 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
       auto& c = *st.chunks[*slot].chunk;
       auto device = st.p.loan.start + f.offset;
       bool read = st.ring->session().direction == stage_direction::read;
-      auto err = in_context(self, [&](staging::cuda_api& api) -> caf::error {
+      auto err = st.in_context([&](staging::cuda_api& api) -> caf::error {
         auto copied = read ? api.copy_to_host(c.data(), device, f.length, c.stream)
                            : api.copy_to_device(device, c.data(), f.length, c.stream);
         if (copied)
-          return copied;
-        return api.event_record(c.events[0], c.stream);
+          return copied; // nothing was queued
+        auto recorded = api.event_record(c.events[0], c.stream);
+        if (recorded)
+          st.uncertain[*slot] = true; // queued, with no event to confirm it
+        return recorded;
       });
       auto& stats = *st.p.source.stats;
       stats.delegates.fetch_add(1);
@@ -176,7 +205,7 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
       if (!slot)
         return std::move(slot.error());
       staging::event_state state = staging::event_state::not_ready;
-      auto err = in_context(self, [&](staging::cuda_api& api) -> caf::error {
+      auto err = st.in_context([&](staging::cuda_api& api) -> caf::error {
         auto q = api.event_query(st.chunks[*slot].chunk->events[0]);
         if (!q)
           return std::move(q.error());
@@ -185,6 +214,7 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
       });
       if (err) {
         st.failure = err;
+        st.uncertain[*slot] = true; // its copy's state is unknown
         return err;
       }
       bool complete = state == staging::event_state::complete;
@@ -206,8 +236,12 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
       auto slot = st.ring->cross(f, offset, length);
       if (!slot)
         return std::move(slot.error());
-      const auto& chunk = st.chunks[*slot].chunk;
-      return chunk_bytes::view(chunk, chunk->data() + offset, length);
+      // A copy, not a view: CAF may serialize the answer after the chunk
+      // went back to the pool (the requester gave up and unpinned).
+      char* out = nullptr;
+      auto bytes = chunk_bytes::allocate(length, &out);
+      std::memcpy(out, st.chunks[*slot].chunk->data() + offset, length);
+      return bytes;
     },
     [self](stage_cross_atom, const stage_frame& f, uint64_t offset,
            const chunk_bytes& bytes) -> caf::result<stage_frame> {

@@ -1,6 +1,7 @@
 #include "actors/staging/staging_source.hpp"
 
-#include <set>
+#include <algorithm>
+#include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -19,6 +20,8 @@ namespace {
 struct front_state {
   staging_source_params p;
   uint64_t next_session = 1;
+  std::vector<caf::actor> sessions; // live (monitored)
+  bool stopping = false;
   static inline const char* name = "ferry.staging_source";
 };
 using front_actor = caf::stateful_actor<front_state>;
@@ -33,8 +36,10 @@ caf::error check_pin(const staging_source_params& p, const stage_pin& pin) {
   if (pin.epoch != p.epoch)
     return make_error(errc::invalid_argument,
                       "Pin: the registration is from another incarnation of this node");
-  if (pin.direction > static_cast<uint8_t>(stage_direction::write) || pin.chunk_size == 0
-      || pin.depth == 0 || pin.depth > staging::max_pipeline_depth || pin.budget_ms == 0)
+  if (pin.direction > static_cast<uint8_t>(stage_direction::write)
+      || pin.chunk_size < staging::min_remote_chunk || pin.depth == 0
+      || pin.depth > staging::max_pipeline_depth || pin.budget_ms == 0
+      || !staging::chunk_count_fits(pin.length, pin.chunk_size))
     return make_error(errc::protocol_violation,
                       "Pin: direction, chunk size, depth or budget out of bounds");
   auto active = p.stats->source_active.load();
@@ -48,9 +53,23 @@ caf::error check_pin(const staging_source_params& p, const stage_pin& pin) {
 caf::behavior staging_source(front_actor* self, staging_source_params p) {
   p.stats->source_slots.store(p.slots);
   self->state.p = std::move(p);
+  self->set_down_handler([self](caf::down_msg& dm) {
+    auto& v = self->state.sessions;
+    v.erase(std::remove_if(v.begin(), v.end(),
+                           [&](const caf::actor& a) { return a.address() == dm.source; }),
+            v.end());
+  });
   return {
+    [self](stop_work_atom) -> std::vector<caf::actor> {
+      self->state.stopping = true;
+      return self->state.sessions;
+    },
     [self](stage_pin_atom a, const stage_pin& pin) -> caf::result<caf::message> {
       auto& st = self->state;
+      if (st.stopping) {
+        st.p.stats->pins_refused.fetch_add(1);
+        return make_error(errc::draining, "Pin: this node is stopping");
+      }
       if (auto err = check_pin(st.p, pin)) {
         st.p.stats->pins_refused.fetch_add(1);
         return err;
@@ -68,6 +87,8 @@ caf::behavior staging_source(front_actor* self, staging_source_params p) {
       sp.session = session;
       sp.requester = caf::actor_cast<caf::actor>(self->current_sender());
       auto actor = spawn_source_session(self->system(), std::move(sp));
+      self->monitor(actor);
+      st.sessions.push_back(actor);
       return self->delegate(actor, a, pin);
     },
   };

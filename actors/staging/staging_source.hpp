@@ -8,6 +8,9 @@
 // the requester's loss or the deadline. The loan and the slot come back
 // only when the session actor ended, after its copies drained.
 //   (stage_pin_atom, stage_pin) -> stage_pin_reply
+//   (stop_work_atom) -> the live sessions (local, the node's stop: Pins are
+//                       refused from then on; the node ends each session,
+//                       which drains, and waits for it)
 // Must never: allocate before admission, or run a native call on the front.
 #pragma once
 
@@ -35,6 +38,9 @@ struct staging_source_params {
   // How long a session outlives its requester's budget before it drains
   // and ends on its own (the request timeout).
   std::chrono::milliseconds grace{10000};
+  // The most of a requester's budget a session takes (this node's
+  // transfer timeout): a peer's word never holds a slot longer.
+  std::chrono::milliseconds max_budget{300000};
   // The bound on draining one copy (a hung device): the chunk is then kept.
   std::chrono::milliseconds event_bound{30000};
 };

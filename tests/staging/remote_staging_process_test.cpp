@@ -323,6 +323,19 @@ TEST_F(RemoteStaging, FramesOutOfScopeOrOrderAreRefused) {
   ASSERT_TRUE(reply.session);
   EXPECT_EQ(reply.chunk_size, 128 * KiB);
   EXPECT_EQ(reply.ring, 1u);
+  // Pins with fields out of bounds are refused before any session starts.
+  for (auto bad : {std::make_pair(uint64_t{1}, uint32_t{1}),   // a 1-byte chunk
+                   std::make_pair(uint64_t{128 * KiB}, uint32_t{17}), // depth 17
+                   std::make_pair(uint64_t{128 * KiB}, uint32_t{0})}) {
+    auto p = pin;
+    p.nonce = 100;
+    p.chunk_size = bad.first;
+    p.depth = bad.second;
+    caf::error got;
+    self->request(source, 10s, stage_pin_atom::value, p)
+      .receive([&](stage_pin_reply&) {}, [&](caf::error& e) { got = e; });
+    EXPECT_TRUE(is(got, errc::protocol_violation)) << describe(got);
+  }
   auto expect_refused = [&](auto atom, stage_frame f) {
     caf::error got;
     self->request(reply.session, 10s, atom, f)
@@ -424,10 +437,31 @@ TEST_F(RemoteStaging, ALocalCudaFailureFailsTheReadAndLeaksNothing) {
   dynamic_cast<staging::fake_cuda&>(local->stager()->api()).fail("copy_to_device", 1);
   auto out = remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB);
   EXPECT_TRUE(is(out.error, errc::cuda_error)) << describe(out.error);
+  EXPECT_EQ(out.completed, 0u);
   expect_peer_at_rest();
-  // The failed POST's chunk is kept out of reuse (its copy's state is unknown).
-  EXPECT_EQ(local->stager()->stats().active, 0u);
-  EXPECT_EQ(local->remote_staging()->active.load(), 0);
+  expect_local_at_rest(); // the failed POST queued nothing: its chunk went back clean
+  out = remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB);
+  ASSERT_FALSE(out.error) << describe(out.error);
+  EXPECT_EQ(checksum_at(dst, 512 * KiB), sum);
+}
+
+TEST_F(RemoteStaging, ACopyWhoseEventFailsToRecordKeepsItsChunkRetained) {
+  start(1);
+  auto [range, sum] = expose(512 * KiB, 12);
+  auto dst = device_here(512 * KiB, 0);
+  ASSERT_TRUE(ask_peer("test.fail_cuda", {{"call", "event_record"}, {"times", "1"}}));
+  auto out = remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB);
+  EXPECT_TRUE(is(out.error, errc::cuda_error)) << describe(out.error);
+  // The source's copy was queued with no event to confirm it: its chunk is
+  // never reused, and its loan and slot stay charged (an unconfirmed drain).
+  json s;
+  ASSERT_TRUE(test::eventually([&] {
+    s = peer_stat();
+    return s["chunks"].value("retained", 0) == 1;
+  })) << s.dump();
+  EXPECT_EQ(s["source"].value("retained_chunks", 0), 1);
+  EXPECT_EQ(s["source"].value("active", 0), 1);
+  EXPECT_EQ(s.value("loans", 0), 1);
 }
 
 TEST_F(RemoteStaging, ADeadlineThatPassesMidSessionEndsItOnBothSides) {

@@ -79,6 +79,24 @@ TEST(RemoteStagingExposures, PinChecksRegistrationRangeAndPermission) {
   EXPECT_EQ(x.loans(), 0u + 1);
 }
 
+TEST(RemoteStagingExposures, TwoExposuresOfTheSameBytesShareOneLoan) {
+  device_exposures x;
+  auto a = x.expose({0, 0x1000, 4096, device_access::read_write});
+  auto b = x.expose({0, 0x1800, 4096, device_access::read_write}); // overlaps a
+  auto other_device = x.expose({1, 0x1000, 4096, device_access::read_write});
+  ASSERT_TRUE(x.lend(pin_of(a, 2048, 100), 1));
+  EXPECT_TRUE(is(x.lend(pin_of(b, 0, 100), 2).error(), errc::resource_exhausted));
+  EXPECT_TRUE(x.lend(pin_of(b, 200, 100), 3));            // past a's loan
+  EXPECT_TRUE(x.lend(pin_of(other_device, 2048, 100), 4)); // another device
+}
+
+TEST(RemoteStagingGeometry, AChunkCountMustFitAChunkIndex) {
+  EXPECT_TRUE(chunk_count_fits(1ull << 40, 4096));
+  EXPECT_FALSE(chunk_count_fits(1ull << 50, 4096));
+  EXPECT_FALSE(chunk_count_fits(UINT64_MAX, 1));
+  EXPECT_FALSE(chunk_count_fits(10, 0));
+}
+
 TEST(RemoteStagingExposures, LoansAreExclusiveAndHoldTheExposure) {
   device_exposures x;
   auto id = x.expose({0, 0x1000, 4096, device_access::read_write});
