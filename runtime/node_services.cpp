@@ -233,7 +233,8 @@ void node::start_staging() {
   sp.epoch = incarnation_;
   sp.enabled = cfg_.remote_staging;
   sp.depth = cfg_.staging_pipeline_depth;
-  sp.slots = std::max<size_t>(1, std::min<size_t>(cfg_.staging_workers, sc.chunk_count));
+  auto slots = std::max<size_t>(1, std::min<size_t>(cfg_.staging_workers, sc.chunk_count));
+  sp.slots = slots;
   sp.grace = cfg_.request_timeout();
   sp.max_budget = cfg_.transfer_timeout();
   staging_source_ = spawn_staging_source(*sys_, std::move(sp));
@@ -249,8 +250,7 @@ void node::start_staging() {
   if (cfg_.remote_staging)
     spdlog::info("remote staging: peers may Pin this node's exposed device ranges "
                  "({} session slots, pipeline depth {})",
-                 std::max<size_t>(1, std::min<size_t>(cfg_.staging_workers, sc.chunk_count)),
-                 cfg_.staging_pipeline_depth);
+                 slots, cfg_.staging_pipeline_depth);
 }
 
 void node::start_ucx() {

@@ -74,4 +74,15 @@ public:
   virtual caf::expected<memory_kind> memory_kind_of(device_ptr p, size_t bytes) = 0;
 };
 
+/// Runs `f` with `ctx` current on this thread, restoring the context
+/// before; the first error of f or of the restore.
+template <class F>
+caf::error in_context(cuda_api& api, cuda_context ctx, F f) {
+  if (auto err = api.push_context(ctx))
+    return err;
+  caf::error out = f();
+  auto popped = api.pop_context();
+  return out ? std::move(out) : std::move(popped);
+}
+
 } // namespace ferry::staging

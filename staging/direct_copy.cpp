@@ -4,20 +4,6 @@
 
 namespace ferry::staging {
 
-namespace {
-
-/// Runs `f` with `ctx` current; the first error of f or of restoring.
-template <class F>
-caf::error in_context(cuda_api& api, cuda_context ctx, F f) {
-  if (auto err = api.push_context(ctx))
-    return err;
-  caf::error out = f();
-  auto popped = api.pop_context();
-  return out ? std::move(out) : std::move(popped);
-}
-
-} // namespace
-
 caf::error direct_copy(cuda_api& api, cuda_context ctx, copy_direction direction,
                        device_ptr device, char* host, size_t bytes,
                        std::chrono::milliseconds bound) {

@@ -136,22 +136,32 @@ private:
   /// session's cleanup, is sent even after the deadline (so the source
   /// drains and ends at once), and waited for until half a request timeout
   /// past it: the shard's answer must still come within the caller's bound.
-  template <class R, class... Ts>
-  caf::expected<R> ask(const caf::actor& to, Ts&&... xs) {
+  caf::expected<std::chrono::milliseconds> call_bound() const {
     auto until = unpinning_ ? req_.deadline + p_.request_timeout / 2 : req_.deadline;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - clock_type::now());
     if (unpinning_) // sent in any case: the source then drains and ends at once
-      left = std::min(p_.request_timeout, std::max(left, std::chrono::milliseconds{100}));
+      left = std::max(left, std::chrono::milliseconds{100});
     if (left.count() <= 0)
       return make_error(errc::timeout, "the remote staging request's deadline passed");
+    return std::min(left, p_.request_timeout);
+  }
+
+  /// A failed call's error, CAF's timeout named as ferry's.
+  static caf::error call_error(caf::error e) {
+    if (e == caf::sec::request_timeout)
+      return make_error(errc::timeout, "the source did not answer in time");
+    return e;
+  }
+
+  template <class R, class... Ts>
+  caf::expected<R> ask(const caf::actor& to, Ts&&... xs) {
+    auto bound = call_bound();
+    if (!bound)
+      return std::move(bound.error());
     caf::expected<R> out{make_error(errc::timeout, "no answer from the source")};
-    self_->request(to, std::min(left, p_.request_timeout), std::forward<Ts>(xs)...)
+    self_->request(to, *bound, std::forward<Ts>(xs)...)
       .receive([&](R& r) { out = std::move(r); },
-               [&](caf::error& e) {
-                 if (e == caf::sec::request_timeout)
-                   e = make_error(errc::timeout, "the source did not answer in time");
-                 out = std::move(e);
-               });
+               [&](caf::error& e) { out = call_error(std::move(e)); });
     return out;
   }
 
@@ -191,12 +201,11 @@ private:
   /// QueryDelegate: complete or pending.
   caf::expected<bool> query(uint32_t chunk) {
     auto f = frame(stage_phase::delegate, chunk);
+    auto bound = call_bound();
+    if (!bound)
+      return std::move(bound.error());
     caf::expected<bool> out{make_error(errc::timeout, "no answer from the source")};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(req_.deadline
-                                                                      - clock_type::now());
-    if (left.count() <= 0)
-      return make_error(errc::timeout, "the remote staging request's deadline passed");
-    self_->request(session_, std::min(left, p_.request_timeout), stage_query_atom::value, f)
+    self_->request(session_, *bound, stage_query_atom::value, f)
       .receive(
         [&](stage_frame& echo, bool complete) {
           if (echo == f)
@@ -204,7 +213,7 @@ private:
           else
             out = make_error(errc::protocol_violation, "a receipt names another scope");
         },
-        [&](caf::error& e) { out = std::move(e); });
+        [&](caf::error& e) { out = call_error(std::move(e)); });
     return out;
   }
 
@@ -246,12 +255,7 @@ private:
 
   template <class F>
   caf::error in_context(const local_slot& s, F fn) {
-    if (auto err = api_.push_context(s.loan.ctx))
-      return err;
-    auto err = fn();
-    if (auto pop = api_.pop_context(); pop && !err)
-      err = std::move(pop);
-    return err;
+    return staging::in_context(api_, s.loan.ctx, fn);
   }
 
   /// READ's POST (slot -> device) or WRITE's PRE (device -> slot) of `chunk`.

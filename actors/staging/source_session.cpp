@@ -38,15 +38,10 @@ struct session_state {
 
   staging::cuda_api& api() { return p.source.stager->api(); }
 
-  /// Runs `fn` with the session's context current, restoring the one before.
+  /// Runs `fn(api)` with the session's context current.
   template <class F>
   caf::error in_context(F fn) {
-    if (auto err = api().push_context(chunks.front().ctx))
-      return err;
-    auto err = fn(api());
-    if (auto pop = api().pop_context(); pop && !err)
-      err = std::move(pop);
-    return err;
+    return staging::in_context(api(), chunks.front().ctx, [&] { return fn(api()); });
   }
 
   /// Drains the copies in flight (bounded), then gives the chunks back (a
