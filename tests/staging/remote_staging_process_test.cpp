@@ -221,7 +221,8 @@ TEST_F(RemoteStaging, ReadsAndWritesOfOneSourceRunSideBySide) {
   auto dst = device_here(2 * MiB, 0);
   auto src = pattern_here(2 * MiB, 33);
   remote_stage_outcome read_out, write_out;
-  std::thread reader{[&] { read_out = remote_staging{*local}.read(a, 0, 0, dst, 2 * MiB); }};
+  std::thread reader{// (a structured binding cannot be captured in C++17: a copy)
+                     [&, range = a] { read_out = remote_staging{*local}.read(range, 0, 0, dst, 2 * MiB); }};
   write_out = remote_staging{*local}.write(b, 0, 0, src, 2 * MiB);
   reader.join();
   ASSERT_FALSE(read_out.error) << describe(read_out.error);
@@ -380,7 +381,8 @@ TEST_F(RemoteStaging, AFullSetOfSourceSlotsRefusesThePinBeforeAllocating) {
   auto dst_a = device_here(256 * KiB, 0);
   auto dst_b = device_here(256 * KiB, 0);
   remote_stage_outcome first;
-  std::thread held{[&] { first = remote_staging{*local}.read(a, 0, 0, dst_a, 256 * KiB); }};
+  std::thread held{
+      [&, range = a] { first = remote_staging{*local}.read(range, 0, 0, dst_a, 256 * KiB); }};
   ASSERT_TRUE(test::eventually([&] { return peer_stat()["source"].value("active", 0) == 1; }));
   auto allocations = peer_stat()["chunks"].value("allocations", -1);
   auto second = remote_staging{*local}.read(b, 0, 0, dst_b, 256 * KiB);
