@@ -409,6 +409,7 @@ acquire_outcome decide_acquire(owner_ptr self, const std::string& body, bool eag
       count_path(self, path_reason::ok);
       out.answer = std::move(*resp);
       out.rdma = true;
+      update_gauges(self); // before the answer: a scrape after it sees the lease
       return out;
     }
     reason = path_reason::not_pinned; // check 8: the staging is gone
@@ -423,15 +424,16 @@ acquire_outcome decide_acquire(owner_ptr self, const std::string& body, bool eag
   out.answer.ready = *ready;
   if (fits_eagerly)
     answer_eagerly(self, out);
+  update_gauges(self); // before the answer: a scrape after it sees the lease
   return out;
 }
 
-/// After an acquire's answer went out: the reaper, the engine's holds, the gauges.
+/// After an acquire's answer went out: the reaper and the engine's holds
+/// (the gauges were set before it).
 void after_acquire(owner_ptr self, bool rdma) {
   arm_reaper_if_needed(self);
   if (rdma)
     sync_holds(self);
-  update_gauges(self);
 }
 
 // -- the rendezvous calls' answers ------------------------------------------
