@@ -10,6 +10,14 @@ const char* to_string(stage_direction d) {
   return d == stage_direction::write ? "write" : "read";
 }
 
+const char* to_string(stage_cross_mode m) {
+  return m == stage_cross_mode::ucx_get ? "ucx_get" : "caf";
+}
+
+bool stage_slot_key::plausible() const {
+  return address != 0 && !rkey.empty() && rkey.size() <= max_stage_slot_key_bytes;
+}
+
 std::string to_string(const remote_device_range& r) {
   return "rdr:" + hex64(r.source_worker) + ":" + hex64(r.epoch) + ":" + hex64(r.registration)
          + ":" + hex64(r.bytes);

@@ -7,6 +7,10 @@
 //   stage_pin            opens a session: scope, direction, the requester's
 //                        chunk size and depth, its deadline budget
 //   stage_pin_reply      the session actor and the negotiated geometry
+//                        (and, for a READ over UCX, the keys of the
+//                        source's slots)
+//   stage_slot_key       where a peer may GET one slot's bytes: the
+//                        slot's address and its private registration's key
 //   stage_frame          every later call (Delegate, QueryDelegate, CROSS,
 //                        FinishCross, Unpin): bound to the session's nonce,
 //                        registration, phase, chunk and range; the receipt
@@ -18,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <caf/actor.hpp>
 #include <caf/meta/type_name.hpp>
@@ -47,6 +52,27 @@ struct remote_device_range {
 std::string to_string(const remote_device_range& r);
 std::optional<remote_device_range> parse_remote_device_range(const std::string& text);
 
+/// How a session's CROSS moves a chunk between the two slots.
+enum class stage_cross_mode : uint8_t {
+  caf = 0,    // CAF requests in 512 KiB pieces
+  ucx_get = 1 // one UCX GET of the other side's registered slot: READ, the
+              // requester GETs the source's slot; WRITE, the source GETs
+              // the requester's
+};
+
+/// "caf" or "ucx_get".
+const char* to_string(stage_cross_mode m);
+
+/// The longest packed key a slot may name (as an RDMA descriptor's).
+inline constexpr size_t max_stage_slot_key_bytes = 4096;
+
+struct stage_slot_key {
+  uint64_t address = 0;
+  std::vector<uint8_t> rkey;
+  /// Non-empty, at most max_stage_slot_key_bytes, not a null address.
+  bool plausible() const;
+};
+
 struct stage_pin {
   uint64_t nonce = 0; // fresh per session, chosen by the requester
   uint64_t registration = 0;
@@ -57,6 +83,8 @@ struct stage_pin {
   uint64_t chunk_size = 0; // the requester's
   uint32_t depth = 1;      // the requester's pipeline depth
   uint32_t budget_ms = 0;  // what is left of the requester's deadline
+  uint8_t cross = 0;       // stage_cross_mode the requester asks for
+  uint64_t requester_worker = 0; // its node (a WRITE's GETs go there)
 };
 
 struct stage_pin_reply {
@@ -64,6 +92,8 @@ struct stage_pin_reply {
   uint64_t chunk_size = 0; // negotiated: min of both sides
   uint32_t ring = 1;       // source slots R
   uint32_t cross_window = 1;
+  uint8_t cross = 0; // stage_cross_mode the session uses (caf unless asked)
+  std::vector<stage_slot_key> slots; // READ over UCX: one per source slot
 };
 
 /// Which step a frame belongs to.
@@ -87,15 +117,21 @@ struct stage_frame {
 };
 
 template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, stage_slot_key& x) {
+  return f(caf::meta::type_name("ferry::stage_slot_key"), x.address, x.rkey);
+}
+
+template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_pin& x) {
   return f(caf::meta::type_name("ferry::stage_pin"), x.nonce, x.registration, x.epoch,
-           x.offset, x.length, x.direction, x.chunk_size, x.depth, x.budget_ms);
+           x.offset, x.length, x.direction, x.chunk_size, x.depth, x.budget_ms, x.cross,
+           x.requester_worker);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stage_pin_reply& x) {
   return f(caf::meta::type_name("ferry::stage_pin_reply"), x.session, x.chunk_size, x.ring,
-           x.cross_window);
+           x.cross_window, x.cross, x.slots);
 }
 
 template <class Inspector>

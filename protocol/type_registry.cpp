@@ -24,6 +24,7 @@ void register_protocol_types(caf::actor_system_config& cfg) {
   cfg.add_message_type<stage_pin>("ferry::stage_pin");
   cfg.add_message_type<stage_pin_reply>("ferry::stage_pin_reply");
   cfg.add_message_type<stage_frame>("ferry::stage_frame");
+  cfg.add_message_type<stage_slot_key>("ferry::stage_slot_key");
   cfg.add_error_category(error_category, [](uint8_t code, caf::atom_value,
                                             const caf::message& ctx) {
     auto text = "ferry: " + to_string(static_cast<errc>(code));

@@ -23,8 +23,11 @@ void reply(mg_connection* conn, int status, const char* reason, const char* type
 
 class metrics_handler : public CivetHandler {
 public:
-  explicit metrics_handler(std::shared_ptr<prometheus::Registry> r) : registry_(std::move(r)) {}
+  metrics_handler(std::shared_ptr<prometheus::Registry> r, http_endpoint::refresh before)
+    : registry_(std::move(r)), before_(std::move(before)) {}
   bool handleGet(CivetServer*, mg_connection* conn) override {
+    if (before_)
+      before_();
     std::ostringstream out;
     prometheus::TextSerializer{}.Serialize(out, registry_->Collect());
     reply(conn, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", out.str());
@@ -33,6 +36,7 @@ public:
 
 private:
   std::shared_ptr<prometheus::Registry> registry_;
+  http_endpoint::refresh before_;
 };
 
 class health_handler : public CivetHandler {
@@ -69,8 +73,9 @@ struct http_endpoint::handlers {
 
 http_endpoint::http_endpoint(const std::string& host, uint16_t port,
                              std::shared_ptr<prometheus::Registry> registry,
-                             readiness ready)
-  : handlers_(new handlers{metrics_handler{std::move(registry)}, health_handler{},
+                             readiness ready, refresh before_scrape)
+  : handlers_(new handlers{metrics_handler{std::move(registry), std::move(before_scrape)},
+                           health_handler{},
                            ready_handler{std::move(ready)}}) {
   std::vector<std::string> options{"listening_ports", host + ":" + std::to_string(port),
                                    "num_threads", "2"};

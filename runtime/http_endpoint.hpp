@@ -1,7 +1,7 @@
 // http_endpoint: a node's HTTP port (--metrics-port), on civetweb (what
 // prometheus-cpp's own exposer runs on).
 // Owns: the server and its three paths: /metrics (the registry in
-// Prometheus text), /healthz (200 while the process serves) and /readyz
+// Prometheus text, after the node's refresh brought sampled series up), /healthz (200 while the process serves) and /readyz
 // (200 once the node is ready, else 503 with the reason).
 // Must never: block a request on the actor system (readiness is a callback
 // over atomics; the registry collects under its own locks).
@@ -24,11 +24,14 @@ class http_endpoint {
 public:
   /// An empty string: ready; otherwise why not.
   using readiness = std::function<std::string()>;
+  /// Runs before each scrape (series synced from counters elsewhere).
+  using refresh = std::function<void()>;
 
   /// Listens on host:port (0: any free port); throws std::runtime_error
   /// when it cannot.
   http_endpoint(const std::string& host, uint16_t port,
-                std::shared_ptr<prometheus::Registry> registry, readiness ready);
+                std::shared_ptr<prometheus::Registry> registry, readiness ready,
+                refresh before_scrape = {});
   ~http_endpoint();
 
   http_endpoint(const http_endpoint&) = delete;

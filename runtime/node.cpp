@@ -29,6 +29,8 @@
 #include "actors/rendezvous/consumer_metrics.hpp"
 #include "actors/rendezvous/owner_metrics.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
+#include "actors/staging/remote_staging_metrics.hpp"
+#include "actors/staging/remote_staging_stats.hpp"
 #include "actors/staging/staging_metrics.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/type_registry.hpp"
@@ -111,6 +113,7 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   rdma_metrics_ = std::make_unique<rdma_metrics>(*registry_);
   messenger_metrics_ = std::make_unique<messenger_metrics>(*registry_);
   staging_metrics_ = std::make_unique<staging_metrics>(*registry_);
+  remote_staging_metrics_ = std::make_shared<remote_staging_metrics>(*registry_);
 
   sys_cfg_ = std::make_unique<caf_config>();
   register_protocol_types(*sys_cfg_);
@@ -158,6 +161,12 @@ node::~node() {
   stop();
 }
 
+prometheus::Registry& node::metrics_registry() {
+  if (remote_stats_)
+    remote_staging_metrics_->sync(*remote_stats_);
+  return *registry_;
+}
+
 caf::error node::start() {
   if (staging_error_)
     return staging_error_; // before anything is allocated or opened
@@ -175,6 +184,10 @@ caf::error node::start() {
           if (!joined->load())
             return "the --join members are not reached yet";
           return {};
+        },
+        [metrics = remote_staging_metrics_, stats = remote_stats_] {
+          if (stats)
+            metrics->sync(*stats);
         });
       metrics_port_ = http_->port();
     } catch (const std::exception& e) {

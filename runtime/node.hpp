@@ -47,6 +47,7 @@ struct rdma_metrics;
 struct messenger_metrics;
 struct staging_metrics;
 struct remote_staging_stats;
+class remote_staging_metrics;
 namespace staging {
 class device_exposures;
 class local_stager;
@@ -123,7 +124,8 @@ public:
   caf::actor remote_stagers() const { return remote_stagers_; }
   const std::shared_ptr<remote_staging_stats>& remote_staging() const { return remote_stats_; }
 
-  prometheus::Registry& metrics_registry() { return *registry_; }
+  /// The registry, its sampled series (remote staging) brought up first.
+  prometheus::Registry& metrics_registry();
   path_metrics& paths() { return *paths_; }
 
 private:
@@ -158,6 +160,7 @@ private:
   std::unique_ptr<rdma_metrics> rdma_metrics_;
   std::unique_ptr<messenger_metrics> messenger_metrics_;
   std::unique_ptr<staging_metrics> staging_metrics_;
+  std::shared_ptr<remote_staging_metrics> remote_staging_metrics_;
   std::unique_ptr<caf_config> sys_cfg_;
   std::unique_ptr<caf::actor_system> sys_;
   std::shared_ptr<node_context> ctx_;

@@ -106,6 +106,7 @@ struct node_config {
   bool remote_staging = false;           // peers may Pin this node's exposed device ranges
   uint32_t staging_pipeline_depth = 1;   // chunks in flight per session (1: serial; at most 16)
   size_t remote_staging_shards = 4;      // sessions this node runs at once as requester (at most 8)
+  std::string staging_cross = "auto";    // auto: a CROSS is one UCX GET where both sides can; caf
 
   // -- logging -----------------------------------------------------------------
   std::string log_level = "info";

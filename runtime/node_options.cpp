@@ -164,7 +164,12 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--remote-staging-shards", cfg.remote_staging_shards,
                  "Remote staging sessions this node runs at once as requester (1 to 8; "
-                 "64 more may wait)")
+                 "at most 64 wait or run)")
+    ->capture_default_str();
+  app.add_option("--staging-cross", cfg.staging_cross,
+                 "How a remote staging chunk crosses: auto (one UCX GET of the other "
+                 "side's slot when both nodes have UCX) or caf (CAF requests, 512 KiB pieces)")
+    ->check(CLI::IsMember({"auto", "caf"}))
     ->capture_default_str();
   app.add_flag("--test-fake-cuda", cfg.test_fake_cuda,
                "Test hook: stage through the fake CUDA (host memory as device memory)")

@@ -198,6 +198,11 @@ void node::start_staging() {
                                   + std::to_string(max_remote_stager_shards));
     return;
   }
+  if (cfg_.staging_cross != "auto" && cfg_.staging_cross != "caf") {
+    staging_error_ = make_error(errc::invalid_argument, "--staging-cross must be auto or caf (got '"
+                                                          + cfg_.staging_cross + "')");
+    return;
+  }
   if (where->k == staging::staging_location::kind::cpu) {
     auto view = staging::read_numa_view();
     auto chosen = view ? staging::select_staging_node(*where, *view, std::nullopt)
@@ -237,6 +242,11 @@ void node::start_staging() {
   sp.slots = slots;
   sp.grace = cfg_.request_timeout();
   sp.max_budget = cfg_.transfer_timeout();
+  ucx_cross_means ucx;
+  ucx.pool = pool_;
+  ucx.engine = engine_;
+  ucx.enabled = cfg_.staging_cross != "caf" && cfg_.rdma_enabled;
+  sp.ucx = ucx;
   staging_source_ = spawn_staging_source(*sys_, std::move(sp));
   remote_stager_params rp;
   rp.stager = stager_;
@@ -246,6 +256,9 @@ void node::start_staging() {
   rp.depth = cfg_.staging_pipeline_depth;
   rp.request_timeout = cfg_.request_timeout();
   rp.event_bound = std::chrono::milliseconds{30000}; // as a local copy's (staged_copy)
+  rp.ucx = ucx;
+  rp.exposures = exposures_;
+  rp.worker_id = worker_id_;
   remote_stagers_ = spawn_remote_stagers(*sys_, std::move(rp));
   if (cfg_.remote_staging)
     spdlog::info("remote staging: peers may Pin this node's exposed device ranges "

@@ -132,6 +132,15 @@ void node::stop() {
   stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
   stop_and_wait("messenger", caf::actor_cast<caf::actor>(messenger_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
+  if (remote_stagers_) { // waiting sessions end unpinned; running ones end by their bounds
+    caf::scoped_actor self{*sys_};
+    self->request(remote_stagers_, deadline.left(), stop_work_atom::value)
+      .receive([](bool) {},
+               [](caf::error& e) {
+                 spdlog::warn("shutdown: remote staging sessions still running: {}",
+                              describe(e));
+               });
+  }
   stop_and_wait("remote staging shards", remote_stagers_);
   if (staging_source_) { // Pins refused from now on; each session drains and ends
     std::vector<caf::actor> sessions;

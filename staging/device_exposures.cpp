@@ -60,13 +60,31 @@ caf::expected<device_loan> device_exposures::lend(const stage_pin& pin, uint64_t
   // Exclusive by the device bytes themselves: two exposures may cover the
   // same memory.
   auto start = e.base + pin.offset;
-  for (auto& [other, l] : loans_)
-    if (l.device == e.device && start < l.start + l.length && l.start < start + pin.length)
-      return make_error(errc::resource_exhausted,
-                        "Pin: the bytes overlap another session's (device memory is lent "
-                        "to one session at a time)");
+  if (overlaps(e.device, start, pin.length))
+    return make_error(errc::resource_exhausted,
+                      "Pin: the bytes overlap another session's (device memory is lent "
+                      "to one session at a time)");
   loans_[session] = loan_rec{pin.registration, e.device, start, pin.length};
   return device_loan{pin.registration, e.device, e.base + pin.offset, pin.length};
+}
+
+caf::expected<uint64_t> device_exposures::lend_local(int device, device_ptr start,
+                                                     uint64_t length) {
+  std::lock_guard<std::mutex> g{mu_};
+  if (overlaps(device, start, length))
+    return make_error(errc::resource_exhausted,
+                      "the local device range overlaps another remote staging session's "
+                      "(device memory is lent to one session at a time)");
+  auto id = local_loan_bit | next_local_++;
+  loans_[id] = loan_rec{0, device, start, length};
+  return id;
+}
+
+bool device_exposures::overlaps(int device, device_ptr start, uint64_t length) const {
+  for (auto& [other, l] : loans_)
+    if (l.device == device && start < l.start + l.length && l.start < start + length)
+      return true;
+  return false;
 }
 
 void device_exposures::give_back(uint64_t session) {

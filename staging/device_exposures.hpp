@@ -7,6 +7,9 @@
 //                             order: registration, range, permission, and
 //                             no overlap with another session's loan on the
 //                             same device bytes (whichever exposure)
+//   lend_local(range)      -> a loan id: a requester session's exclusive
+//                             loan on its own device range (no exposure
+//                             needed), refused on overlap as above
 //   give_back(session)     the session ended (its copies drained)
 //   withdraw(id)           refused while a session holds a loan on it
 // The allocation's actual type is checked by the session, with CUDA.
@@ -48,11 +51,15 @@ public:
   uint64_t expose(const device_exposure& e);
   caf::error withdraw(uint64_t registration);
   caf::expected<device_loan> lend(const stage_pin& pin, uint64_t session);
+  caf::expected<uint64_t> lend_local(int device, device_ptr start, uint64_t length);
   void give_back(uint64_t session);
   size_t exposed() const;
   size_t loans() const;
 
 private:
+  /// Whether a loan covers any of [start, + length) on `device`.
+  bool overlaps(int device, device_ptr start, uint64_t length) const;
+
   struct loan_rec {
     uint64_t registration;
     int device;
@@ -63,6 +70,10 @@ private:
   std::map<uint64_t, device_exposure> exposures_;
   std::map<uint64_t, loan_rec> loans_; // by session
   uint64_t next_ = 1;
+  uint64_t next_local_ = 1; // local loans are keyed local_loan_bit | n
 };
+
+/// Marks a requester's own loan (source sessions' ids stay below it).
+inline constexpr uint64_t local_loan_bit = uint64_t{1} << 63;
 
 } // namespace ferry::staging

@@ -1,9 +1,11 @@
 #include "actors/staging/remote_stager.hpp"
 
-#include <caf/actor_pool.hpp>
+#include <deque>
+#include <vector>
+
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
-#include <caf/scoped_execution_unit.hpp>
+#include <caf/stateful_actor.hpp>
 
 #include "actors/staging/requester_session.hpp"
 #include "protocol/atoms.hpp"
@@ -13,31 +15,26 @@ namespace ferry {
 
 namespace {
 
-struct shared_line {
-  remote_stager_params p;
-  std::atomic<size_t> in_line{0}; // sessions waiting or running
-};
-
 remote_stage_outcome failed(caf::error err) {
   remote_stage_outcome out;
   out.error = std::move(err);
   return out;
 }
 
-/// One shard: a detached actor that runs each session to its end.
-caf::behavior shard(caf::event_based_actor* self, std::shared_ptr<shared_line> line) {
+remote_stage_outcome cancelled_before_pin() {
+  return failed(
+    make_error(errc::cancelled, "the remote staging request was cancelled before its Pin"));
+}
+
+/// One shard: a detached actor that runs each session it is handed to its
+/// end (its thread blocks on the session's calls and copies).
+caf::behavior shard(caf::event_based_actor* self, std::shared_ptr<remote_stager_params> p) {
   return {
-    [self, line](remote_stage_atom, const remote_stage_request& req) -> remote_stage_outcome {
-      struct leave_line {
-        shared_line& l;
-        ~leave_line() { l.in_line.fetch_sub(1); }
-      } leave{*line};
-      auto& stats = *line->p.stats;
-      stats.queued.fetch_sub(1);
+    [self, p](remote_stage_atom, const remote_stage_request& req) -> remote_stage_outcome {
+      auto& stats = *p->stats;
       if (!req.ticket->start()) {
         stats.cancelled.fetch_add(1);
-        return failed(make_error(errc::cancelled,
-                                 "the remote staging request was cancelled before its Pin"));
+        return cancelled_before_pin();
       }
       if (std::chrono::steady_clock::now() >= req.deadline) {
         stats.failed.fetch_add(1);
@@ -45,7 +42,7 @@ caf::behavior shard(caf::event_based_actor* self, std::shared_ptr<shared_line> l
                                                 "queue past its deadline"));
       }
       stats.active.fetch_add(1);
-      auto out = run_requester_session(self->system(), line->p, req);
+      auto out = run_requester_session(self->system(), *p, req);
       stats.active.fetch_sub(1);
       if (out.error) {
         stats.failed.fetch_add(1);
@@ -61,21 +58,112 @@ caf::behavior shard(caf::event_based_actor* self, std::shared_ptr<shared_line> l
   };
 }
 
-/// The front: bounds the line, then hands the request to a shard.
-caf::behavior front(caf::event_based_actor* self, std::shared_ptr<shared_line> line,
-                    caf::actor pool) {
-  self->link_to(pool);
+struct waiting {
+  remote_stage_request req;
+  caf::response_promise rp;
+};
+
+/// The front's state: one line that every shard takes its next session
+/// from, so a session waits only while every shard is busy.
+struct front_state {
+  std::shared_ptr<remote_stager_params> p;
+  std::vector<caf::actor> idle; // shards free now
+  std::deque<waiting> line;     // sessions waiting for a shard
+  size_t running = 0;
+  bool stopping = false;
+  std::vector<caf::response_promise> stopped; // the node's stop, once none runs
+  static inline const char* name = "ferry.remote_stagers";
+};
+using front_actor = caf::stateful_actor<front_state>;
+
+void hand_to(front_actor* self, caf::actor shard, waiting w);
+
+/// A shard is free: it takes the next session still wanted, or waits.
+void shard_free(front_actor* self, caf::actor shard) {
+  auto& st = self->state;
+  --st.running;
+  while (!st.line.empty()) {
+    auto w = std::move(st.line.front());
+    st.line.pop_front();
+    if (w.req.ticket->was_cancelled()) { // destroyed before its Pin
+      st.p->stats->queued.fetch_sub(1);
+      st.p->stats->cancelled.fetch_add(1);
+      w.rp.deliver(cancelled_before_pin());
+      continue;
+    }
+    hand_to(self, std::move(shard), std::move(w));
+    return;
+  }
+  st.idle.push_back(std::move(shard));
+  if (st.running == 0)
+    for (auto& rp : std::exchange(st.stopped, {}))
+      rp.deliver(true);
+}
+
+void hand_to(front_actor* self, caf::actor shard, waiting w) {
+  auto& st = self->state;
+  ++st.running;
+  st.p->stats->queued.fetch_sub(1);
+  // No timeout here: the session bounds itself (its deadline, its Unpin,
+  // its drain) and the caller bounds its wait.
+  self->request(shard, caf::infinite, remote_stage_atom::value, std::move(w.req))
+    .then(
+      [self, shard, rp = w.rp](remote_stage_outcome& out) mutable {
+        rp.deliver(std::move(out));
+        shard_free(self, shard);
+      },
+      [self, shard, rp = w.rp](caf::error& err) mutable {
+        rp.deliver(failed(std::move(err)));
+        shard_free(self, shard);
+      });
+}
+
+caf::behavior front(front_actor* self, std::shared_ptr<remote_stager_params> p,
+                    std::vector<caf::actor> shards) {
+  self->state.p = p;
+  for (auto& s : shards)
+    self->link_to(s);
+  self->state.idle = std::move(shards);
   return {
-    [=](remote_stage_atom a, remote_stage_request& req) -> caf::result<caf::message> {
-      auto max = line->p.max_queued == 0 ? 1 : line->p.max_queued;
-      if (line->in_line.load() >= max) {
-        line->p.stats->refused.fetch_add(1);
-        return make_error(errc::resource_exhausted,
-                          std::to_string(max) + " remote staging sessions are already waiting");
+    [self](remote_stage_atom, remote_stage_request& req) -> caf::result<remote_stage_outcome> {
+      auto& st = self->state;
+      if (st.stopping)
+        return failed(make_error(errc::draining, "the node is stopping"));
+      auto max = st.p->max_queued == 0 ? size_t{1} : st.p->max_queued;
+      if (st.running + st.line.size() >= max) {
+        st.p->stats->refused.fetch_add(1);
+        return failed(make_error(errc::resource_exhausted,
+                                 std::to_string(max)
+                                   + " remote staging sessions are already waiting or running"));
       }
-      line->in_line.fetch_add(1);
-      line->p.stats->queued.fetch_add(1);
-      return self->delegate(pool, a, std::move(req));
+      st.p->stats->queued.fetch_add(1);
+      auto rp = self->make_response_promise<remote_stage_outcome>();
+      waiting w{std::move(req), rp};
+      if (st.idle.empty()) {
+        st.line.push_back(std::move(w));
+      } else {
+        auto s = std::move(st.idle.back());
+        st.idle.pop_back();
+        hand_to(self, std::move(s), std::move(w));
+      }
+      return rp;
+    },
+    // The node's stop: new sessions are refused, waiting ones answer
+    // cancelled (never pinned), and the answer comes once none runs.
+    [self](stop_work_atom) -> caf::result<bool> {
+      auto& st = self->state;
+      st.stopping = true;
+      for (auto& w : std::exchange(st.line, {})) {
+        w.req.ticket->cancel();
+        st.p->stats->queued.fetch_sub(1);
+        st.p->stats->cancelled.fetch_add(1);
+        w.rp.deliver(cancelled_before_pin());
+      }
+      if (st.running == 0)
+        return true;
+      auto rp = self->make_response_promise();
+      st.stopped.push_back(rp);
+      return rp;
     },
   };
 }
@@ -83,15 +171,13 @@ caf::behavior front(caf::event_based_actor* self, std::shared_ptr<shared_line> l
 } // namespace
 
 caf::actor spawn_remote_stagers(caf::actor_system& sys, remote_stager_params p) {
-  auto line = std::make_shared<shared_line>();
-  auto shards = std::min(std::max<size_t>(p.shards, 1), max_remote_stager_shards);
-  p.stats->shards.store(shards);
-  line->p = std::move(p);
-  caf::scoped_execution_unit context{&sys};
-  auto pool = caf::actor_pool::make(
-    &context, shards, [&sys, &line] { return sys.spawn<caf::detached>(shard, line); },
-    caf::actor_pool::round_robin());
-  return sys.spawn(front, line, pool);
+  auto n = std::min(std::max<size_t>(p.shards, 1), max_remote_stager_shards);
+  p.stats->shards.store(n);
+  auto shared = std::make_shared<remote_stager_params>(std::move(p));
+  std::vector<caf::actor> shards;
+  for (size_t i = 0; i < n; ++i)
+    shards.push_back(sys.spawn<caf::detached>(shard, shared));
+  return sys.spawn(front, shared, std::move(shards));
 }
 
 } // namespace ferry

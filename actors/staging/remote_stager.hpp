@@ -1,10 +1,15 @@
 // remote_stager: the requester side of remote staging on a node: at most
 // eight detached shard actors behind one front, each running one session at
-// a time to its end (requester_session.hpp), with at most 64 sessions
-// waiting or running; one more is refused with resource_exhausted at once.
-// Queue time consumes the request's deadline; a request cancelled while it
-// waits (its ticket) is destroyed before its Pin and answers `cancelled`.
+// a time to its end (requester_session.hpp). The front keeps one line: a
+// session goes to whichever shard is free, and waits only while all are
+// busy; at most 64 sessions wait or run, one more is refused with
+// resource_exhausted at once. Queue time consumes the request's deadline; a
+// request cancelled while it waits (its ticket) is destroyed before its Pin
+// and answers `cancelled`.
 //   (remote_stage_atom, remote_stage_request) -> remote_stage_outcome
+//   (stop_work_atom) -> true   the node's stop: new sessions are refused,
+//                              waiting ones answer cancelled, and the answer
+//                              comes once no session runs
 // Must never: run a session on a cooperative thread.
 #pragma once
 
@@ -20,7 +25,9 @@
 
 #include "actors/staging/remote_staging_stats.hpp"
 #include "actors/staging/staging_workers.hpp"
+#include "actors/staging/ucx_cross_means.hpp"
 #include "protocol/remote_staging_wire.hpp"
+#include "staging/device_exposures.hpp"
 #include "staging/local_stager.hpp"
 
 namespace ferry {
@@ -59,6 +66,11 @@ struct remote_stager_params {
   uint32_t depth = 1;       // --staging-pipeline-depth
   std::chrono::milliseconds request_timeout{10000}; // one call to the source
   std::chrono::milliseconds event_bound{30000};     // one local copy's drain
+  // The node's loans on device bytes: a session's own range is lent to it
+  // alone (an overlapping session is refused before its Pin).
+  std::shared_ptr<staging::device_exposures> exposures;
+  ucx_cross_means ucx;    // the CROSS over one UCX GET, when the source agrees
+  uint64_t worker_id = 0; // this node's (a WRITE's source GETs from it)
 };
 
 inline constexpr size_t max_remote_stager_shards = 8;

@@ -15,7 +15,9 @@ std::string remote_staging_stats::json() const {
                  {"bytes", source_bytes.load()},
                  {"unpinned", source_unpinned.load()},
                  {"abandoned", source_abandoned.load()},
-                 {"retained_chunks", source_retained.load()}};
+                 {"retained_chunks", source_retained.load()},
+                 {"ucx_sessions", source_ucx_sessions.load()},
+                 {"ucx_bytes", source_ucx_bytes.load()}};
   j["requester"] = {{"shards", shards.load()},
                     {"active", active.load()},
                     {"queued", queued.load()},
@@ -25,7 +27,9 @@ std::string remote_staging_stats::json() const {
                     {"failed", failed.load()},
                     {"effect_unknown", effect_unknown.load()},
                     {"bytes_read", bytes_read.load()},
-                    {"bytes_written", bytes_written.load()}};
+                    {"bytes_written", bytes_written.load()},
+                    {"ucx_sessions", ucx_sessions.load()},
+                    {"ucx_bytes", ucx_bytes.load()}};
   return j.dump();
 }
 

@@ -21,6 +21,8 @@ struct remote_staging_stats {
   std::atomic<uint64_t> source_unpinned{0};  // sessions ended by Unpin
   std::atomic<uint64_t> source_abandoned{0}; // ended by the requester's loss or the deadline
   std::atomic<uint64_t> source_retained{0};  // chunks kept after an unconfirmed drain
+  std::atomic<uint64_t> source_ucx_sessions{0}; // sessions whose CROSS is a UCX GET
+  std::atomic<uint64_t> source_ucx_bytes{0};    // WRITE bytes this node GOT from requesters
   // Requester.
   std::atomic<uint64_t> shards{0};         // requester workers
   std::atomic<int64_t> active{0};          // sessions running
@@ -31,6 +33,8 @@ struct remote_staging_stats {
   std::atomic<uint64_t> failed{0};
   std::atomic<uint64_t> effect_unknown{0}; // failed WRITEs that may have changed bytes
   std::atomic<uint64_t> bytes_read{0}, bytes_written{0};
+  std::atomic<uint64_t> ucx_sessions{0}; // sessions whose CROSS was a UCX GET
+  std::atomic<uint64_t> ucx_bytes{0};    // READ bytes this node GOT from sources
 
   /// {"source": {...}, "requester": {...}} as JSON text.
   std::string json() const;

@@ -10,6 +10,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/scoped_actor.hpp>
 
+#include "actors/staging/slot_registrations.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/errors.hpp"
@@ -56,8 +57,14 @@ public:
       if (!err)
         err = std::move(unpinned);
     }
-    for (size_t i = 0; i < local_.size(); ++i)
+    retire_ucx();
+    bool confirmed = true;
+    for (size_t i = 0; i < local_.size(); ++i) {
       p_.stager->give_back(local_[i].loan, local_[i].ok);
+      confirmed = confirmed && local_[i].ok;
+    }
+    if (local_loan_ != 0 && confirmed) // else a copy may still touch the range
+      p_.exposures->give_back(local_loan_);
     if (err) {
       out.error = std::move(err);
       out.effect = effect_;
@@ -73,6 +80,7 @@ private:
     enum { free, copying, ready } state = free;
     uint32_t chunk = 0;
     bool ok = true; // fit to go back to the pool
+    slot_landing landing; // a READ's GETs land here (UCX CROSS)
   };
 
   // -- setup --------------------------------------------------------------
@@ -88,14 +96,67 @@ private:
     if (*kind != staging::memory_kind::device)
       return make_error(errc::invalid_argument,
                         "the local range is not CUDA device memory of its length");
+    if (p_.exposures) { // the range is this session's alone
+      auto loan = p_.exposures->lend_local(req_.device, req_.local, req_.length);
+      if (!loan)
+        return std::move(loan.error());
+      local_loan_ = *loan;
+    }
     local_chunk_ = p_.stager->config().chunk_size;
     auto width = staging::ring_width(p_.depth, p_.depth,
                                      staging::chunks_of(req_.length, local_chunk_));
     auto loans = p_.stager->borrow(req_.device, width);
     if (!loans)
       return std::move(loans.error());
-    for (auto& l : *loans)
-      local_.push_back(local_slot{l});
+    for (auto& l : *loans) {
+      local_.emplace_back();
+      local_.back().loan = l;
+    }
+    // (A self-peer session has no endpoint to GET through: CAF requests.)
+    ask_ucx_ = static_cast<bool>(p_.ucx) && req_.range.source_worker != p_.worker_id;
+    if (ask_ucx_ && req_.direction == stage_direction::write) {
+      // The source GETs each chunk from our slot: register the ring.
+      std::vector<slot_memory> slots;
+      for (auto& s : local_)
+        slots.push_back({s.loan.chunk->data(), s.loan.chunk->bytes});
+      auto regs = slot_registrations::make(self_->system(), p_.ucx, slots, p_.request_timeout);
+      if (regs)
+        registrations_ = std::move(*regs);
+      else
+        ask_ucx_ = false; // (the budget) the CROSS goes by CAF
+    }
+    return {};
+  }
+
+  /// The UCX CROSS's registrations retire, and a slot a GET may still
+  /// write (abandoned) stays retained, before the chunks go back.
+  void retire_ucx() {
+    auto unmapped = registrations_.retire(p_.request_timeout / 2);
+    for (size_t i = 0; i < unmapped.size() && i < local_.size(); ++i)
+      local_[i].ok = local_[i].ok && unmapped[i];
+    if (cross_ != stage_cross_mode::ucx_get)
+      return;
+    for (auto& s : local_)
+      if (!s.landing.quiet(std::chrono::milliseconds{200}))
+        s.ok = false;
+  }
+
+  /// The Pin reply's CROSS: what we asked for or CAF, and for a READ over
+  /// UCX one plausible key per source slot.
+  caf::error accept_cross(const stage_pin_reply& reply) {
+    if (reply.cross == static_cast<uint8_t>(stage_cross_mode::caf))
+      return {};
+    if (reply.cross != static_cast<uint8_t>(stage_cross_mode::ucx_get) || !ask_ucx_)
+      return make_error(errc::protocol_violation, "the Pin reply names a CROSS not asked for");
+    if (req_.direction == stage_direction::read) {
+      if (reply.slots.size() != reply.ring
+          || !std::all_of(reply.slots.begin(), reply.slots.end(),
+                          [](const stage_slot_key& k) { return k.plausible(); }))
+        return make_error(errc::protocol_violation, "the Pin reply's slot keys are out of bounds");
+      source_slots_ = reply.slots;
+    }
+    cross_ = stage_cross_mode::ucx_get;
+    p_.stats->ucx_sessions.fetch_add(1);
     return {};
   }
 
@@ -109,6 +170,8 @@ private:
     pin.direction = static_cast<uint8_t>(req_.direction);
     pin.chunk_size = local_chunk_;
     pin.depth = p_.depth;
+    pin.cross = static_cast<uint8_t>(ask_ucx_ ? stage_cross_mode::ucx_get : stage_cross_mode::caf);
+    pin.requester_worker = p_.worker_id;
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(req_.deadline
                                                                       - clock_type::now());
     if (left.count() <= 0)
@@ -127,7 +190,7 @@ private:
     chunk_ = reply->chunk_size;
     ring_ = reply->ring;
     chunks_ = staging::chunks_of(req_.length, chunk_);
-    return {};
+    return accept_cross(*reply);
   }
 
   // -- calls to the source ------------------------------------------------
@@ -217,7 +280,33 @@ private:
     return out;
   }
 
+  /// The CROSS by one UCX GET: a READ GETs the source's slot into ours; a
+  /// WRITE names our slot and the source GETs it before it answers.
+  caf::error cross_by_ucx(uint32_t chunk, local_slot& slot) {
+    auto f = frame(stage_phase::cross, chunk);
+    if (req_.direction == stage_direction::read) {
+      auto bound = call_bound();
+      if (!bound)
+        return std::move(bound.error());
+      if (auto err = get_into_slot(self_, p_.ucx.engine, req_.range.source_worker,
+                                   source_slots_[chunk % ring_], f.length, slot.landing,
+                                   slot.loan.chunk->data(), *bound))
+        return err;
+      p_.stats->ucx_bytes.fetch_add(f.length);
+    } else {
+      auto echo = ask<stage_frame>(session_, stage_cross_atom::value, f,
+                                   registrations_.key(chunk % local_.size()));
+      if (!echo)
+        return std::move(echo.error());
+      if (!(*echo == f))
+        return make_error(errc::protocol_violation, "a receipt names another scope");
+    }
+    return call(stage_finish_atom::value, f);
+  }
+
   caf::error cross(uint32_t chunk, local_slot& slot) {
+    if (cross_ == stage_cross_mode::ucx_get)
+      return cross_by_ucx(chunk, slot);
     auto f = frame(stage_phase::cross, chunk);
     char* memory = slot.loan.chunk->data();
     for (uint64_t at = 0; at < f.length; at += cross_piece) {
@@ -485,6 +574,13 @@ private:
   uint32_t chunks_ = 0;
   remote_effect effect_ = remote_effect::none;
   std::chrono::microseconds pause_{0};
+  // The CROSS over UCX: asked for, agreed, the source's slots (READ), our
+  // slots' registrations (WRITE).
+  uint64_t local_loan_ = 0; // our exclusive loan on the local range
+  bool ask_ucx_ = false;
+  stage_cross_mode cross_ = stage_cross_mode::caf;
+  std::vector<stage_slot_key> source_slots_;
+  slot_registrations registrations_;
 };
 
 } // namespace

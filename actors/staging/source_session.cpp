@@ -6,9 +6,11 @@
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
 #include <caf/stateful_actor.hpp>
 #include <spdlog/spdlog.h>
 
+#include "actors/staging/slot_registrations.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/errors.hpp"
@@ -28,6 +30,12 @@ struct session_state {
   // Slots whose copy may run on with no event to confirm it (queued, then
   // its event failed to record or to answer): their chunks are retained.
   std::vector<bool> uncertain;
+  // The CROSS over UCX: a READ's slots registered for the requester's
+  // GETs; a WRITE's slots the GETs of the requester's slots land in.
+  stage_cross_mode cross = stage_cross_mode::caf;
+  uint64_t requester_worker = 0;
+  slot_registrations registrations;
+  std::vector<slot_landing> landings;
   caf::error failure; // sticky: every later frame but Unpin is refused
   bool ended = false;
   static inline const char* name = "ferry.source_session";
@@ -69,6 +77,16 @@ struct session_state {
                        p.session, describe(err));
         }
       }
+    // A registered slot goes back only once unmapped; a slot a GET may
+    // still write (abandoned) stays retained.
+    auto unmapped = registrations.retire(src.grace / 2);
+    for (size_t i = 0; i < unmapped.size() && i < ok.size(); ++i)
+      ok[i] = ok[i] && unmapped[i];
+    for (size_t i = 0; i < landings.size() && i < ok.size(); ++i)
+      if (!landings[i].quiet(std::chrono::milliseconds{200})) {
+        ok[i] = false;
+        spdlog::warn("remote staging session {}: a GET into a slot did not end", p.session);
+      }
     bool confirmed = true;
     for (size_t i = 0; i < chunks.size(); ++i) {
       src.stager->give_back(chunks[i], ok[i]);
@@ -96,6 +114,37 @@ using session_actor = caf::stateful_actor<session_state>;
 void end_session(session_actor* self, bool unpinned, const char* why) {
   self->state.release(unpinned, why);
   self->quit();
+}
+
+/// The CROSS over one UCX GET when the requester asks for it and this node
+/// has the means: a READ registers its slots (the requester GETs them), a
+/// WRITE GETs the requester's. Otherwise (or when the registrations are
+/// refused: the budget) CAF requests.
+void choose_cross(session_actor* self, const stage_pin& req) {
+  auto& st = self->state;
+  auto& src = st.p.source;
+  if (req.cross != static_cast<uint8_t>(stage_cross_mode::ucx_get) || !src.ucx)
+    return;
+  if (st.ring->session().direction == stage_direction::write) {
+    if (req.requester_worker == 0)
+      return;
+    st.requester_worker = req.requester_worker;
+    st.landings.resize(st.chunks.size());
+  } else {
+    std::vector<slot_memory> slots;
+    for (auto& c : st.chunks)
+      slots.push_back({c.chunk->data(), c.chunk->bytes});
+    auto regs = slot_registrations::make(self->system(), src.ucx, slots, src.grace / 2);
+    if (!regs) {
+      spdlog::info("remote staging session {}: its slots were not registered ({}); the "
+                   "CROSS goes by CAF",
+                   st.p.session, describe(regs.error()));
+      return;
+    }
+    st.registrations = std::move(*regs);
+  }
+  st.cross = stage_cross_mode::ucx_get;
+  src.stats->source_ucx_sessions.fetch_add(1);
 }
 
 caf::result<stage_pin_reply> pin(session_actor* self, const stage_pin& req) {
@@ -130,13 +179,21 @@ caf::result<stage_pin_reply> pin(session_actor* self, const stage_pin& req) {
   scope.chunk = chunk;
   scope.width = width;
   st.ring.emplace(scope);
+  choose_cross(self, req);
   self->monitor(st.p.requester);
   // The budget is the requester's word: never more than this node's own
   // bound on a transfer.
   auto budget = std::min(std::chrono::milliseconds{req.budget_ms}, src.max_budget);
   self->delayed_send(self, budget + src.grace, stage_expire_atom::value);
   src.stats->pins.fetch_add(1);
-  return stage_pin_reply{caf::actor_cast<caf::actor>(self), chunk, width, 1};
+  stage_pin_reply reply;
+  reply.session = caf::actor_cast<caf::actor>(self);
+  reply.chunk_size = chunk;
+  reply.ring = width;
+  reply.cross = static_cast<uint8_t>(st.cross);
+  if (st.cross == stage_cross_mode::ucx_get && scope.direction == stage_direction::read)
+    reply.slots = st.registrations.keys();
+  return reply;
 }
 
 /// The frame's answer when the session has failed or not pinned yet.
@@ -250,6 +307,32 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
         return std::move(slot.error());
       std::memcpy(st.chunks[*slot].chunk->data() + offset, bytes.data(), bytes.size());
       st.ring->received(*slot, bytes.size());
+      return f;
+    },
+    [self](stage_cross_atom, const stage_frame& f,
+           const stage_slot_key& from) -> caf::result<stage_frame> {
+      auto& st = self->state;
+      if (auto err = refused(self))
+        return err;
+      if (st.cross != stage_cross_mode::ucx_get
+          || st.ring->session().direction != stage_direction::write)
+        return make_error(errc::protocol_violation,
+                          "a CROSS by UCX GET outside a WRITE session over UCX");
+      if (!from.plausible())
+        return make_error(errc::protocol_violation, "a CROSS names a slot key out of bounds");
+      auto slot = st.ring->cross(f, 0, f.length);
+      if (!slot)
+        return std::move(slot.error());
+      caf::scoped_actor blocking{self->system()};
+      auto err = get_into_slot(blocking, st.p.source.ucx.engine, st.requester_worker, from,
+                               f.length, st.landings[*slot], st.chunks[*slot].chunk->data(),
+                               st.p.source.grace / 2);
+      if (err) {
+        st.failure = err; // the slot may hold part of the chunk: the session fails
+        return err;
+      }
+      st.ring->received(*slot, f.length);
+      st.p.source.stats->source_ucx_bytes.fetch_add(f.length);
       return f;
     },
     [self](stage_finish_atom, const stage_frame& f) -> caf::result<stage_frame> {

@@ -22,6 +22,7 @@
 #include <caf/fwd.hpp>
 
 #include "actors/staging/remote_staging_stats.hpp"
+#include "actors/staging/ucx_cross_means.hpp"
 #include "staging/device_exposures.hpp"
 #include "staging/local_stager.hpp"
 
@@ -43,6 +44,9 @@ struct staging_source_params {
   std::chrono::milliseconds max_budget{300000};
   // The bound on draining one copy (a hung device): the chunk is then kept.
   std::chrono::milliseconds event_bound{30000};
+  // The UCX CROSS (a session asks for it in its Pin): registrations of a
+  // READ's slots, GETs of a WRITE's requester slots.
+  ucx_cross_means ucx;
 };
 
 caf::actor spawn_staging_source(caf::actor_system& sys, staging_source_params p);

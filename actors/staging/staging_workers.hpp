@@ -39,6 +39,8 @@ public:
     int expected = queued;
     return state_.compare_exchange_strong(expected, running);
   }
+  /// Whether it was cancelled (claims nothing).
+  bool was_cancelled() const { return state_.load() == cancelled; }
 
 private:
   enum { queued, running, cancelled };

@@ -1,10 +1,14 @@
 // Remote staging between processes on the fake CUDA (label remote_staging):
 // this process is the requester, ferry_gpu_peer the source. READ and WRITE,
-// serial and pipelined, bytes verified by checksum on both sides; the
+// serial and pipelined, with the CROSS over CAF requests (the fixture's
+// default, --staging-cross caf) and over one UCX GET per chunk, bytes
+// verified by checksum on both sides; the CROSS's negotiation, its failed
+// GETs and the series; the
 // source's refusals at Pin (opted out, host memory, permission, range,
 // stale epoch, full slots); frames out of scope; failures and the
 // deadline leave nothing leaked (the stats and the fake's live objects
 // return to where they were).
+#include <csignal>
 #include <cstring>
 #include <thread>
 
@@ -12,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "actors/staging/remote_stager.hpp"
 #include "actors/staging/remote_staging_stats.hpp"
 #include "protocol/atoms.hpp"
 #include "protocol/checksum.hpp"
@@ -48,7 +53,9 @@ struct RemoteStaging : ::testing::Test {
              bool opt_out = false, uint64_t transfer_timeout_ms = 60000) {
     std::vector<std::string> args{"--test-fake-cuda", "--staging-chunk-size", "131072",
                                   "--staging-pipeline-depth", std::to_string(depth),
-                                  "--remote-staging", opt_out ? "false" : "true"};
+                                  "--remote-staging", opt_out ? "false" : "true",
+                                  "--staging-cross", peer_cross.empty() ? cross : peer_cross,
+                                  "--metrics-port", "0"};
     args.insert(args.end(), peer_args.begin(), peer_args.end());
     peer = std::make_unique<node_process>(args, std::vector<std::string>{}, FERRY_GPU_PEER);
     node_config c;
@@ -57,6 +64,10 @@ struct RemoteStaging : ::testing::Test {
     c.staging_chunk_size = 256 * KiB;
     c.staging_pipeline_depth = depth;
     c.transfer_timeout_ms = transfer_timeout_ms;
+    c.staging_cross = cross;
+    c.test_fail_gets = local_fails_gets;
+    c.remote_staging = local_source;
+    c.remote_staging_shards = local_shards;
     local = std::make_unique<node>(c);
     if (auto err = local->start())
       throw std::runtime_error(describe(err));
@@ -125,6 +136,12 @@ struct RemoteStaging : ::testing::Test {
              && s["chunks"].value("active", -1) == 0;
     }, 20s)) << s.dump();
     EXPECT_EQ(s["chunks"].value("retained", -1), 0) << s.dump();
+    // The UCX CROSS's private registrations are gone.
+    EXPECT_TRUE(test::eventually([&] {
+      return test::series_value(test::scrape_metrics(peer->metrics_port()),
+                                "ferry_rdma_live_regions")
+             == 0;
+    }));
   }
   void expect_local_at_rest() {
     auto st = local->stager()->stats();
@@ -132,6 +149,19 @@ struct RemoteStaging : ::testing::Test {
     EXPECT_EQ(st.retained, 0u);
     EXPECT_EQ(local->remote_staging()->active.load(), 0);
     EXPECT_EQ(local->remote_staging()->queued.load(), 0);
+    EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_rdma_live_regions"), 0);
+  }
+
+  /// Which way the chunks crossed: every session over UCX (every byte
+  /// read GOT here, every byte written GOT there) or none.
+  void expect_crossed() {
+    bool ucx = cross == "auto" && peer_cross != "caf";
+    auto s = peer_stat();
+    auto& mine = *local->remote_staging();
+    EXPECT_EQ(mine.ucx_sessions.load(), ucx ? mine.completed.load() : 0);
+    EXPECT_EQ(mine.ucx_bytes.load(), ucx ? mine.bytes_read.load() : 0);
+    EXPECT_EQ(s["source"].value("ucx_sessions", -1), ucx ? s["source"].value("pins", -1) : 0);
+    EXPECT_EQ(s["source"].value("ucx_bytes", uint64_t{1}), ucx ? mine.bytes_written.load() : 0);
   }
 
   void read_and_verify(uint64_t bytes, uint64_t offset = 0) {
@@ -145,6 +175,7 @@ struct RemoteStaging : ::testing::Test {
     for (size_t i = 0; i < 64; ++i)
       ASSERT_EQ(reinterpret_cast<const char*>(dst)[bytes + i], '\x5a') << "past the range";
     EXPECT_EQ(local->remote_staging()->bytes_read.load(), bytes);
+    expect_crossed();
     expect_peer_at_rest();
     expect_local_at_rest();
   }
@@ -158,6 +189,7 @@ struct RemoteStaging : ::testing::Test {
     EXPECT_NE(peer_checksum(range), before);
     EXPECT_EQ(peer_checksum(range), checksum_at(src, bytes));
     EXPECT_EQ(local->remote_staging()->bytes_written.load(), bytes);
+    expect_crossed();
     expect_peer_at_rest();
     expect_local_at_rest();
   }
@@ -170,6 +202,11 @@ struct RemoteStaging : ::testing::Test {
   std::unique_ptr<node_process> peer;
   std::unique_ptr<node> local;
   uint64_t peer_id = 0;
+  std::string cross = "caf"; // --staging-cross on both sides
+  std::string peer_cross;    // the source's, when not `cross`
+  bool local_fails_gets = false;
+  bool local_source = false; // this node accepts Pins too (self-peer sessions)
+  size_t local_shards = 4;
 };
 
 TEST_F(RemoteStaging, AReadOfAPeersDeviceRangeRunsSerially) {
@@ -187,11 +224,13 @@ TEST_F(RemoteStaging, AWriteIntoAPeersDeviceRangeRunsSerially) {
   write_and_verify(700 * KiB + 3);
 }
 
-struct RemoteStagingPipeline : RemoteStaging,
-                               ::testing::WithParamInterface<std::tuple<bool, uint32_t>> {};
+struct RemoteStagingPipeline
+  : RemoteStaging,
+    ::testing::WithParamInterface<std::tuple<bool, uint32_t, std::string>> {};
 
 TEST_P(RemoteStagingPipeline, MovesEveryByteAtItsDepth) {
-  auto [write, depth] = GetParam();
+  auto [write, depth, how] = GetParam();
+  cross = how;
   start(depth, {"--staging-chunk-count", "32"});
   if (write)
     write_and_verify(3 * MiB + 17);
@@ -201,18 +240,99 @@ TEST_P(RemoteStagingPipeline, MovesEveryByteAtItsDepth) {
   // ring (R = depth here: 25 chunks of 128 KiB); a WRITE has more than one
   // Delegate out while the next chunk crosses.
   auto most = peer_stat()["source"].value("max_in_flight", 0);
-  if (write)
+  if (depth == 1)
+    EXPECT_EQ(most, 1);
+  else if (write)
     EXPECT_GE(most, 2) << depth;
   else
     EXPECT_EQ(most, static_cast<int>(depth));
 }
 
+// Both directions, serial and pipelined, over both CROSS paths (auto: one
+// UCX GET per chunk between these two processes).
 INSTANTIATE_TEST_SUITE_P(Depths, RemoteStagingPipeline,
-                         ::testing::Combine(::testing::Bool(), ::testing::Values(2u, 4u, 16u)),
+                         ::testing::Combine(::testing::Bool(), ::testing::Values(1u, 2u, 4u, 16u),
+                                            ::testing::Values("caf", "auto")),
                          [](const auto& info) {
                            return std::string(std::get<0>(info.param) ? "write" : "read")
-                                  + "_depth" + std::to_string(std::get<1>(info.param));
+                                  + "_depth" + std::to_string(std::get<1>(info.param))
+                                  + (std::get<2>(info.param) == "auto" ? "_ucx" : "_caf");
                          });
+
+TEST_F(RemoteStaging, ASourceOnCafRequestsKeepsTheCrossOnCaf) {
+  cross = "auto"; // this side asks for the UCX CROSS; the source declines
+  peer_cross = "caf";
+  start(2);
+  read_and_verify(600 * KiB);
+  write_and_verify(300 * KiB);
+}
+
+TEST_F(RemoteStaging, AFailedGetFailsTheReadAndLeaksNothing) {
+  cross = "auto";
+  local_fails_gets = true; // this node's engine fails every GET
+  start(2);
+  auto [range, sum] = expose(512 * KiB, 41);
+  auto dst = device_here(512 * KiB, 0);
+  auto out = remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB);
+  ASSERT_TRUE(out.error);
+  EXPECT_TRUE(is(out.error, errc::get_failed)) << describe(out.error);
+  EXPECT_EQ(out.completed, 0u);
+  EXPECT_EQ(local->remote_staging()->ucx_sessions.load(), 1u);
+  EXPECT_EQ(local->remote_staging()->ucx_bytes.load(), 0u);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+  // The next one, the same way, fails the same and still leaks nothing;
+  // nothing reached the device here.
+  EXPECT_TRUE(remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB).error);
+  EXPECT_NE(checksum_at(dst, 512 * KiB), sum);
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, AFailedGetOnTheSourceFailsTheWriteBeforeAnyDelegate) {
+  cross = "auto";
+  start(2, {"--test-fail-gets"}); // the source's engine fails every GET
+  auto [range, before] = expose(512 * KiB, 42);
+  auto src = pattern_here(512 * KiB, 43);
+  auto out = remote_staging{*local}.write(range, 0, 0, src, 512 * KiB);
+  ASSERT_TRUE(out.error);
+  EXPECT_TRUE(is(out.error, errc::get_failed)) << describe(out.error);
+  // Chunk 0's CROSS failed before its Delegate was sent: nothing could
+  // have changed the source's range.
+  EXPECT_EQ(out.effect, remote_effect::none);
+  EXPECT_EQ(peer_checksum(range), before);
+  EXPECT_EQ(peer_stat()["source"].value("delegates", -1), 0);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, TheSeriesFollowTheCounters) {
+  cross = "auto";
+  start(1);
+  read_and_verify(300 * KiB);
+  write_and_verify(200 * KiB);
+  auto& r = local->metrics_registry();
+  EXPECT_EQ(test::registry_value(r, "ferry_remote_staging_sessions_total", "end", "completed"), 2);
+  EXPECT_EQ(test::registry_value(r, "ferry_remote_staging_sessions_total", "end", "failed"), 0);
+  EXPECT_EQ(test::registry_value(r, "ferry_remote_staging_bytes_total", "direction", "read"),
+            300 * KiB);
+  EXPECT_EQ(test::registry_value(r, "ferry_remote_staging_bytes_total", "direction", "written"),
+            200 * KiB);
+  EXPECT_EQ(test::registry_value(r, "ferry_remote_staging_ucx_sessions_total", "role",
+                                 "requester"),
+            2);
+  EXPECT_EQ(test::registry_value(r, "ferry_remote_staging_active", "role", "requester"), 0);
+  // The source's, scraped over HTTP.
+  auto text = test::scrape_metrics(peer->metrics_port());
+  EXPECT_EQ(test::series_value(text, R"(ferry_remote_staging_pins_total{result="ok"})"), 2)
+    << text;
+  EXPECT_EQ(test::series_value(
+              text, R"(ferry_remote_staging_sessions_total{end="unpinned",role="source"})"),
+            2)
+    << text;
+  EXPECT_EQ(test::series_value(text, R"(ferry_remote_staging_ucx_sessions_total{role="source"})"),
+            2);
+  EXPECT_EQ(test::series_value(text, R"(ferry_remote_staging_active{role="source"})"), 0);
+}
 
 TEST_F(RemoteStaging, ReadsAndWritesOfOneSourceRunSideBySide) {
   start(2); // two staging workers there: two session slots
@@ -476,6 +596,161 @@ TEST_F(RemoteStaging, ADeadlineThatPassesMidSessionEndsItOnBothSides) {
   EXPECT_NE(describe(out.error).find("deadline"), std::string::npos) << describe(out.error);
   ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "0"}}));
   expect_peer_at_rest(); // the session drained its copy and gave everything back
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, ASessionTakesWhicheverShardIsFree) {
+  local_shards = 2;
+  local_source = true;
+  start(1);
+  auto [held_range, held_sum] = expose(256 * KiB, 51);
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}}));
+  auto held_dst = device_here(256 * KiB, 0);
+  remote_stage_outcome held;
+  std::thread a{[&, range = held_range] {
+    held = remote_staging{*local}.read(range, 0, 0, held_dst, 256 * KiB);
+  }};
+  ASSERT_TRUE(test::eventually([&] { return peer_stat()["source"].value("active", 0) == 1; }));
+  // One shard is held by that session. Sessions with this node as their
+  // own source run one after another on the other shard: none waits
+  // behind the held one (a round-robin pool would hand the second to it).
+  auto src = pattern_here(256 * KiB, 52);
+  auto mine = remote_staging{*local}.expose(0, src, 256 * KiB, staging::device_access::read);
+  ASSERT_TRUE(mine);
+  for (int i = 0; i < 3; ++i) {
+    auto dst = device_here(256 * KiB, 0);
+    auto out = remote_staging{*local}.read(*mine, 0, 0, dst, 256 * KiB);
+    ASSERT_FALSE(out.error) << i << ": " << describe(out.error);
+    EXPECT_EQ(checksum_at(dst, 256 * KiB), checksum_at(src, 256 * KiB));
+  }
+  EXPECT_EQ(local->remote_staging()->completed.load(), 3u);
+  EXPECT_EQ(local->remote_staging()->active.load(), 1); // still the held one
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "0"}}));
+  a.join();
+  ASSERT_FALSE(held.error) << describe(held.error);
+  EXPECT_EQ(checksum_at(held_dst, 256 * KiB), held_sum);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, AFullLineRefusesOneMoreAndACancelledWaitingSessionNeverPins) {
+  local_shards = 1;
+  start(1);
+  auto exposed = expose(256 * KiB, 61); // (the lambda below captures the range)
+  auto range = exposed.first;
+  auto sum = exposed.second;
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}}));
+  caf::scoped_actor self{local->system()};
+  caf::actor source;
+  self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
+    .receive([&](caf::actor& s) { source = s; },
+             [&](caf::error& e) { FAIL() << describe(e); });
+  auto dst = device_here(256 * KiB, 0);
+  auto request = [&] {
+    remote_stage_request r;
+    r.range = range;
+    r.length = 256 * KiB;
+    r.local = dst;
+    r.source = source;
+    r.deadline = std::chrono::steady_clock::now() + 60s;
+    return r;
+  };
+  // 64 sessions: the first runs (held on the source), 63 wait.
+  std::vector<std::shared_ptr<gpu_copy_ticket>> tickets;
+  for (int i = 0; i < 64; ++i) {
+    auto r = request();
+    tickets.push_back(r.ticket);
+    self->send(local->remote_stagers(), remote_stage_atom::value, std::move(r));
+  }
+  ASSERT_TRUE(test::eventually([&] {
+    return peer_stat()["source"].value("active", 0) == 1
+           && local->remote_staging()->queued.load() == 63;
+  }));
+  // One more is refused at once (the only answer that can come now).
+  self->send(local->remote_stagers(), remote_stage_atom::value, request());
+  self->receive([&](remote_stage_outcome& o) {
+    EXPECT_TRUE(is(o.error, errc::resource_exhausted)) << describe(o.error);
+  },
+                caf::after(10s) >> [] { FAIL() << "no answer to the 65th session"; });
+  EXPECT_EQ(local->remote_staging()->refused.load(), 1u);
+  // The waiting ones are cancelled; the held one then finishes, and each
+  // waiting one answers cancelled without a Pin.
+  for (size_t i = 1; i < tickets.size(); ++i)
+    EXPECT_TRUE(tickets[i]->cancel());
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "0"}}));
+  int ok = 0, cancelled = 0, other = 0;
+  for (int i = 0; i < 64; ++i)
+    self->receive(
+      [&](remote_stage_outcome& o) {
+        if (!o.error)
+          ++ok;
+        else if (is(o.error, errc::cancelled))
+          ++cancelled;
+        else
+          ++other;
+      },
+      caf::after(30s) >> [&] { ++other; });
+  EXPECT_EQ(ok, 1);
+  EXPECT_EQ(cancelled, 63);
+  EXPECT_EQ(other, 0);
+  EXPECT_EQ(checksum_at(dst, 256 * KiB), sum);
+  EXPECT_EQ(local->remote_staging()->cancelled.load(), 63u);
+  EXPECT_EQ(peer_stat()["source"].value("pins", -1), 1); // the cancelled never pinned
+  expect_peer_at_rest();
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, ANodeStopCancelsWaitingSessionsAndWaitsForTheRunningOne) {
+  local_shards = 1;
+  start(1, {}, false, 2000); // this node's sessions end by their 2 s deadline
+  auto [range, sum] = expose(256 * KiB, 71);
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}})); // the running one hangs
+  auto dst_a = device_here(256 * KiB, 0);
+  auto dst_b = device_here(256 * KiB, 0);
+  remote_stage_outcome first, second;
+  std::thread a{[&, r = range] { first = remote_staging{*local}.read(r, 0, 0, dst_a, 256 * KiB); }};
+  ASSERT_TRUE(test::eventually([&] { return peer_stat()["source"].value("active", 0) == 1; }));
+  std::thread b{[&, r = range] { second = remote_staging{*local}.read(r, 0, 0, dst_b, 256 * KiB); }};
+  ASSERT_TRUE(test::eventually([&] { return local->remote_staging()->queued.load() == 1; }));
+  auto stats = local->remote_staging();
+  local->stop();
+  // The stop returned only once no session ran: the held one ended (by its
+  // deadline: the source's copy never completes), the waiting one never
+  // started.
+  EXPECT_EQ(stats->active.load(), 0);
+  EXPECT_EQ(stats->cancelled.load(), 1u);
+  a.join();
+  b.join();
+  EXPECT_TRUE(is(first.error, errc::timeout)) << describe(first.error);
+  EXPECT_TRUE(is(second.error, errc::cancelled)) << describe(second.error);
+  EXPECT_EQ(stats->failed.load(), 1u);
+  // The source is left draining its hung copy (this node can no longer
+  // reach it to release the fake's events): it is killed, not stopped.
+  peer->kill(SIGKILL);
+}
+
+TEST_F(RemoteStaging, ASessionIntoLocalBytesAnotherSessionHoldsIsRefusedBeforeItsPin) {
+  start(1);
+  auto [a, a_sum] = expose(256 * KiB, 81);
+  auto [b, b_sum] = expose(256 * KiB, 82);
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}}));
+  auto dst = device_here(512 * KiB, 0);
+  remote_stage_outcome first;
+  std::thread held{[&, r = a] { first = remote_staging{*local}.read(r, 0, 0, dst, 256 * KiB); }};
+  ASSERT_TRUE(test::eventually([&] { return peer_stat()["source"].value("active", 0) == 1; }));
+  // Overlapping the held session's local bytes: refused here, no Pin.
+  auto overlapping = remote_staging{*local}.read(b, 0, 0, dst + 128 * KiB, 256 * KiB);
+  EXPECT_TRUE(is(overlapping.error, errc::resource_exhausted)) << describe(overlapping.error);
+  EXPECT_EQ(peer_stat()["source"].value("pins", -1), 1);
+  ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "0"}}));
+  held.join();
+  ASSERT_FALSE(first.error) << describe(first.error);
+  // Next to it, once it ended, the same bytes are free again.
+  auto after = remote_staging{*local}.read(b, 0, 0, dst + 128 * KiB, 256 * KiB);
+  ASSERT_FALSE(after.error) << describe(after.error);
+  EXPECT_EQ(checksum_at(dst + 128 * KiB, 256 * KiB), b_sum);
+  EXPECT_EQ(local->device_exposures()->loans(), 0u);
+  expect_peer_at_rest();
   expect_local_at_rest();
 }
 
