@@ -10,12 +10,6 @@ namespace ferry {
 
 namespace {
 
-remote_stage_outcome failed(caf::error err) {
-  remote_stage_outcome out;
-  out.error = std::move(err);
-  return out;
-}
-
 remote_stage_request request_of(const remote_device_range& r, uint64_t offset,
                                 stage_direction direction, int device,
                                 staging::device_ptr local, uint64_t length) {
@@ -69,13 +63,14 @@ remote_stage_outcome remote_staging::write(const remote_device_range& r, uint64_
 remote_stage_outcome remote_staging::run(remote_stage_request req) {
   auto shards = node_->remote_stagers();
   if (!shards)
-    return failed(make_error(errc::staging_unavailable, "this node has no staging layer"));
+    return remote_stage_outcome::failed(
+      make_error(errc::staging_unavailable, "this node has no staging layer"));
   if (req.length == 0 || req.offset > req.range.bytes
       || req.length > req.range.bytes - req.offset)
-    return failed(make_error(errc::invalid_argument,
-                             "bytes [" + std::to_string(req.offset) + ", +"
-                               + std::to_string(req.length) + ") are not inside the "
-                               + std::to_string(req.range.bytes) + "-byte range"));
+    return remote_stage_outcome::failed(make_error(
+      errc::invalid_argument, "bytes [" + std::to_string(req.offset) + ", +"
+                                + std::to_string(req.length) + ") are not inside the "
+                                + std::to_string(req.range.bytes) + "-byte range"));
   const auto& cfg = node_->config();
   auto limit = cfg.transfer_timeout();
   req.deadline = std::chrono::steady_clock::now() + limit;
@@ -88,7 +83,7 @@ remote_stage_outcome remote_staging::run(remote_stage_request req) {
     .receive([&](caf::actor& a) { req.source = std::move(a); },
              [&](caf::error& e) { resolve_error = std::move(e); });
   if (resolve_error)
-    return failed(std::move(resolve_error));
+    return remote_stage_outcome::failed(std::move(resolve_error));
   auto ticket = req.ticket;
   bool write = req.direction == stage_direction::write;
   remote_stage_outcome out;
@@ -102,7 +97,7 @@ remote_stage_outcome remote_staging::run(remote_stage_request req) {
                  e = make_error(errc::timeout, never_started
                                                  ? "the session waited past its deadline"
                                                  : "the session did not end by its deadline");
-               out = failed(std::move(e));
+               out = remote_stage_outcome::failed(std::move(e));
                if (write && !never_started)
                  out.effect = remote_effect::unknown; // it may have sent a Delegate
              });

@@ -85,4 +85,21 @@ caf::error in_context(cuda_api& api, cuda_context ctx, F f) {
   return out ? std::move(out) : std::move(popped);
 }
 
+/// Queries event `e` with `ctx` current (restored after): its state, or
+/// the first error of the query or of the restore.
+inline caf::expected<event_state> query_event_in(cuda_api& api, cuda_context ctx,
+                                                 cuda_event e) {
+  event_state state = event_state::not_ready;
+  auto err = in_context(api, ctx, [&]() -> caf::error {
+    auto q = api.event_query(e);
+    if (!q)
+      return std::move(q.error());
+    state = *q;
+    return {};
+  });
+  if (err)
+    return err;
+  return state;
+}
+
 } // namespace ferry::staging

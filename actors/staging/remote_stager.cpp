@@ -15,14 +15,8 @@ namespace ferry {
 
 namespace {
 
-remote_stage_outcome failed(caf::error err) {
-  remote_stage_outcome out;
-  out.error = std::move(err);
-  return out;
-}
-
 remote_stage_outcome cancelled_before_pin() {
-  return failed(
+  return remote_stage_outcome::failed(
     make_error(errc::cancelled, "the remote staging request was cancelled before its Pin"));
 }
 
@@ -38,8 +32,8 @@ caf::behavior shard(caf::event_based_actor* self, std::shared_ptr<remote_stager_
       }
       if (std::chrono::steady_clock::now() >= req.deadline) {
         stats.failed.fetch_add(1);
-        return failed(make_error(errc::timeout, "the remote staging request waited in the "
-                                                "queue past its deadline"));
+        return remote_stage_outcome::failed(make_error(
+          errc::timeout, "the remote staging request waited in the queue past its deadline"));
       }
       stats.active.fetch_add(1);
       auto out = run_requester_session(self->system(), *p, req);
@@ -113,7 +107,7 @@ void hand_to(front_actor* self, caf::actor shard, waiting w) {
         shard_free(self, shard);
       },
       [self, shard, rp = w.rp](caf::error& err) mutable {
-        rp.deliver(failed(std::move(err)));
+        rp.deliver(remote_stage_outcome::failed(std::move(err)));
         shard_free(self, shard);
       });
 }
@@ -128,13 +122,14 @@ caf::behavior front(front_actor* self, std::shared_ptr<remote_stager_params> p,
     [self](remote_stage_atom, remote_stage_request& req) -> caf::result<remote_stage_outcome> {
       auto& st = self->state;
       if (st.stopping)
-        return failed(make_error(errc::draining, "the node is stopping"));
+        return remote_stage_outcome::failed(
+          make_error(errc::draining, "the node is stopping"));
       auto max = st.p->max_queued == 0 ? size_t{1} : st.p->max_queued;
       if (st.running + st.line.size() >= max) {
         st.p->stats->refused.fetch_add(1);
-        return failed(make_error(errc::resource_exhausted,
-                                 std::to_string(max)
-                                   + " remote staging sessions are already waiting or running"));
+        return remote_stage_outcome::failed(make_error(
+          errc::resource_exhausted,
+          std::to_string(max) + " remote staging sessions are already waiting or running"));
       }
       st.p->stats->queued.fetch_add(1);
       auto rp = self->make_response_promise<remote_stage_outcome>();

@@ -56,6 +56,13 @@ struct remote_stage_outcome {
   caf::error error;       // none: every byte moved
   uint64_t completed = 0; // all or nothing
   remote_effect effect = remote_effect::none;
+
+  /// Nothing moved and nothing was sent that could change the source.
+  static remote_stage_outcome failed(caf::error err) {
+    remote_stage_outcome out;
+    out.error = std::move(err);
+    return out;
+  }
 };
 
 struct remote_stager_params {

@@ -20,6 +20,7 @@
 //                                              one UCX GET per chunk
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -30,9 +31,9 @@ class Counter;
 class Gauge;
 } // namespace prometheus
 
-namespace ferry {
+#include "actors/staging/remote_staging_stats.hpp"
 
-struct remote_staging_stats;
+namespace ferry {
 
 class remote_staging_metrics {
 public:
@@ -42,14 +43,16 @@ public:
   void sync(const remote_staging_stats& s);
 
 private:
+  using stat_counter = std::atomic<uint64_t> remote_staging_stats::*;
   struct counted {
     prometheus::Counter* series;
+    stat_counter source; // the stats' counter the series follows
     uint64_t seen = 0;
   };
-  void add(prometheus::Counter& c);
+  void add(prometheus::Counter& c, stat_counter source);
 
   std::mutex mu_;
-  std::vector<counted> counters_; // in the order sync() reads them
+  std::vector<counted> counters_;
   prometheus::Gauge* source_active_;
   prometheus::Gauge* requester_active_;
   prometheus::Gauge* queued_;

@@ -374,19 +374,12 @@ private:
   caf::expected<bool> local_done(local_slot& s) {
     if (s.state != local_slot::copying)
       return true;
-    staging::event_state state = staging::event_state::not_ready;
-    auto err = in_context(s, [&]() -> caf::error {
-      auto q = api_.event_query(s.loan.chunk->events[0]);
-      if (!q)
-        return std::move(q.error());
-      state = *q;
-      return {};
-    });
-    if (err) {
+    auto state = staging::query_event_in(api_, s.loan.ctx, s.loan.chunk->events[0]);
+    if (!state) {
       s.ok = false;
-      return err;
+      return std::move(state.error());
     }
-    if (state != staging::event_state::complete)
+    if (*state != staging::event_state::complete)
       return false;
     auto span = staging::span_of(req_.length, chunk_, s.chunk);
     bool read = req_.direction == stage_direction::read;

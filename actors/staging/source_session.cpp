@@ -256,20 +256,14 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
       auto slot = st.ring->query(f);
       if (!slot)
         return std::move(slot.error());
-      staging::event_state state = staging::event_state::not_ready;
-      auto err = st.in_context([&](staging::cuda_api& api) -> caf::error {
-        auto q = api.event_query(st.chunks[*slot].chunk->events[0]);
-        if (!q)
-          return std::move(q.error());
-        state = *q;
-        return {};
-      });
-      if (err) {
-        st.failure = err;
+      auto state = staging::query_event_in(st.api(), st.chunks.front().ctx,
+                                           st.chunks[*slot].chunk->events[0]);
+      if (!state) {
+        st.failure = state.error();
         st.uncertain[*slot] = true; // its copy's state is unknown
-        return err;
+        return std::move(state.error());
       }
-      bool complete = state == staging::event_state::complete;
+      bool complete = *state == staging::event_state::complete;
       if (complete) {
         st.ring->copy_done(*slot);
         bool read = st.ring->session().direction == stage_direction::read;
