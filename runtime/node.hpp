@@ -41,6 +41,7 @@ class Registry;
 namespace ferry {
 
 class path_metrics;
+class peer_directory;
 struct owner_metrics;
 struct consumer_metrics;
 struct rdma_metrics;
@@ -134,7 +135,9 @@ private:
   /// Spawns and connects every service of the node (node_services.cpp).
   void wire_services(worker_registry workers);
   void start_ucx();
-  void start_staging();
+  /// `peers`: which worker lives on which node (the UCX CROSS's GETs go
+  /// only to the peer a session talks to).
+  void start_staging(std::shared_ptr<const peer_directory> peers);
   /// Dials host:port within the request timeout (a dial CAF cuts during its
   /// handshake is dialled again).
   caf::expected<gateway_actor> dial_gateway(const std::string& host, uint16_t port);

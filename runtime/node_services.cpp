@@ -89,7 +89,7 @@ void node::wire_services(worker_registry workers) {
     engine_.wake();
   }
 
-  start_staging();
+  start_staging(directory);
 
   gateway_params gp;
   gp.identity.worker_id = worker_id_;
@@ -171,7 +171,7 @@ void node::wire_services(worker_registry workers) {
 /// anything is allocated), the CUDA api chosen and loaded, the stager and
 /// its workers. Without a driver or a GPU the node runs with staging off
 /// and says why (the log, `ferry stat`, ferry_staging_available).
-void node::start_staging() {
+void node::start_staging(std::shared_ptr<const peer_directory> peers) {
   staging::staging_config sc;
   sc.chunk_size = cfg_.staging_chunk_size;
   sc.chunk_count = cfg_.staging_chunk_count;
@@ -245,6 +245,7 @@ void node::start_staging() {
   ucx_cross_means ucx;
   ucx.pool = pool_;
   ucx.engine = engine_;
+  ucx.peers = std::move(peers);
   ucx.enabled = cfg_.staging_cross != "caf" && cfg_.rdma_enabled;
   sp.ucx = ucx;
   staging_source_ = spawn_staging_source(*sys_, std::move(sp));

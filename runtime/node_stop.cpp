@@ -132,7 +132,7 @@ void node::stop() {
   stop_and_wait("gateway", caf::actor_cast<caf::actor>(gateway_));
   stop_and_wait("messenger", caf::actor_cast<caf::actor>(messenger_));
   stop_and_wait("consumer service", caf::actor_cast<caf::actor>(ctx_->consumer));
-  if (remote_stagers_) { // waiting sessions end unpinned; running ones end by their bounds
+  if (remote_stagers_) { // waiting sessions end unpinned; running ones Unpin at their next step
     caf::scoped_actor self{*sys_};
     self->request(remote_stagers_, deadline.left(), stop_work_atom::value)
       .receive([](bool) {},

@@ -1,11 +1,14 @@
 #include "actors/staging/remote_stager.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <vector>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
+#include <spdlog/spdlog.h>
 
 #include "actors/staging/requester_session.hpp"
 #include "protocol/atoms.hpp"
@@ -61,7 +64,9 @@ struct waiting {
 /// from, so a session waits only while every shard is busy.
 struct front_state {
   std::shared_ptr<remote_stager_params> p;
-  std::vector<caf::actor> idle; // shards free now
+  // Every shard alive (the front's end stops them), and those free now.
+  std::shared_ptr<std::vector<caf::actor>> shards = std::make_shared<std::vector<caf::actor>>();
+  std::vector<caf::actor> idle;
   std::deque<waiting> line;     // sessions waiting for a shard
   size_t running = 0;
   bool stopping = false;
@@ -71,6 +76,22 @@ struct front_state {
 using front_actor = caf::stateful_actor<front_state>;
 
 void hand_to(front_actor* self, caf::actor shard, waiting w);
+
+caf::actor spawn_shard(front_actor* self) {
+  auto s = self->system().spawn<caf::detached>(shard, self->state.p);
+  self->state.shards->push_back(s);
+  return s;
+}
+
+/// A shard answered an error, which it never does itself: it is gone (an
+/// exception took it). A fresh one takes its place.
+caf::actor replace_shard(front_actor* self, const caf::actor& lost, const caf::error& why) {
+  auto& all = *self->state.shards;
+  all.erase(std::remove(all.begin(), all.end(), lost), all.end());
+  spdlog::error("remote staging: a requester shard was lost ({}); a fresh one replaces it",
+                describe(why));
+  return spawn_shard(self);
+}
 
 /// A shard is free: it takes the next session still wanted, or waits.
 void shard_free(front_actor* self, caf::actor shard) {
@@ -107,17 +128,21 @@ void hand_to(front_actor* self, caf::actor shard, waiting w) {
         shard_free(self, shard);
       },
       [self, shard, rp = w.rp](caf::error& err) mutable {
+        auto fresh = replace_shard(self, shard, err);
         rp.deliver(remote_stage_outcome::failed(std::move(err)));
-        shard_free(self, shard);
+        shard_free(self, std::move(fresh));
       });
 }
 
 caf::behavior front(front_actor* self, std::shared_ptr<remote_stager_params> p,
-                    std::vector<caf::actor> shards) {
+                    size_t shards) {
   self->state.p = p;
-  for (auto& s : shards)
-    self->link_to(s);
-  self->state.idle = std::move(shards);
+  for (size_t i = 0; i < shards; ++i)
+    self->state.idle.push_back(spawn_shard(self));
+  self->attach_functor([all = self->state.shards](const caf::error&) {
+    for (auto& s : *all)
+      caf::anon_send_exit(s, caf::exit_reason::user_shutdown); // (a normal one is ignored)
+  });
   return {
     [self](remote_stage_atom, remote_stage_request& req) -> caf::result<remote_stage_outcome> {
       auto& st = self->state;
@@ -148,6 +173,7 @@ caf::behavior front(front_actor* self, std::shared_ptr<remote_stager_params> p,
     [self](stop_work_atom) -> caf::result<bool> {
       auto& st = self->state;
       st.stopping = true;
+      st.p->stopping->store(true); // running sessions end at their next step
       for (auto& w : std::exchange(st.line, {})) {
         w.req.ticket->cancel();
         st.p->stats->queued.fetch_sub(1);
@@ -168,11 +194,7 @@ caf::behavior front(front_actor* self, std::shared_ptr<remote_stager_params> p,
 caf::actor spawn_remote_stagers(caf::actor_system& sys, remote_stager_params p) {
   auto n = std::min(std::max<size_t>(p.shards, 1), max_remote_stager_shards);
   p.stats->shards.store(n);
-  auto shared = std::make_shared<remote_stager_params>(std::move(p));
-  std::vector<caf::actor> shards;
-  for (size_t i = 0; i < n; ++i)
-    shards.push_back(sys.spawn<caf::detached>(shard, shared));
-  return sys.spawn(front, shared, std::move(shards));
+  return sys.spawn(front, std::make_shared<remote_stager_params>(std::move(p)), n);
 }
 
 } // namespace ferry

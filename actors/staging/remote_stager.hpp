@@ -8,14 +8,20 @@
 // and answers `cancelled`.
 //   (remote_stage_atom, remote_stage_request) -> remote_stage_outcome
 //   (stop_work_atom) -> true   the node's stop: new sessions are refused,
-//                              waiting ones answer cancelled, and the answer
-//                              comes once no session runs
+//                              waiting ones answer cancelled, running ones
+//                              end at their next step (draining, after their
+//                              Unpin), and the answer comes once none runs
+// A shard lost to an exception is replaced; its caller gets an error. The
+// front is not linked to its shards (a shard's end never takes the front
+// down); the front's end stops them.
 // Must never: run a session on a cooperative thread.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 
 #include <caf/actor.hpp>
@@ -78,6 +84,11 @@ struct remote_stager_params {
   std::shared_ptr<staging::device_exposures> exposures;
   ucx_cross_means ucx;    // the CROSS over one UCX GET, when the source agrees
   uint64_t worker_id = 0; // this node's (a WRITE's source GETs from it)
+  // Set by the node's stop: running sessions end at their next step.
+  std::shared_ptr<std::atomic<bool>> stopping = std::make_shared<std::atomic<bool>>(false);
+  // Tests only: runs in each session right after its Pin (a throw there
+  // exercises the session's cleanup after an exception).
+  std::function<void()> after_pin_hook;
 };
 
 inline constexpr size_t max_remote_stager_shards = 8;

@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cstring>
+#include <exception>
 #include <optional>
 #include <random>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <caf/actor_system.hpp>
@@ -41,30 +43,64 @@ public:
                     const remote_stage_request& req)
     : self_(sys), p_(p), req_(req), api_(p.stager->api()) {}
 
+  ~requester_session() {
+    if (finished_)
+      return;
+    try { // run() never ran to its cleanup: it runs now
+      finish(make_error(caf::sec::runtime_error, "the session was destroyed unfinished"));
+    } catch (...) {
+    }
+  }
+
   remote_stage_outcome run() {
+    auto err = steps();
+    return finish(std::move(err));
+  }
+
+  /// After an exception escaped run(): the cleanup (unless it was the
+  /// cleanup that threw) and a failed outcome naming it.
+  remote_stage_outcome after_exception(const char* what) {
+    auto err = make_error(caf::sec::runtime_error,
+                          std::string{"remote staging session: an exception: "} + what);
+    if (!finished_)
+      return finish(std::move(err));
     remote_stage_outcome out;
-    auto err = prepare();
+    out.error = std::move(err);
+    out.effect = effect_;
+    return out;
+  }
+
+private:
+  caf::error steps() {
+    if (auto err = check_deadline()) // (also: the node is stopping)
+      return err;
+    if (auto err = prepare())
+      return err;
+    if (auto err = pin())
+      return err;
+    if (p_.after_pin_hook)
+      p_.after_pin_hook();
+    return req_.direction == stage_direction::read ? run_read() : run_write();
+  }
+
+  /// The session's end, however it went: the local copies drain, Unpin
+  /// goes (the source drains its own), the registrations retire, and every
+  /// chunk and loan goes back that may (below). Once only.
+  remote_stage_outcome finish(caf::error err) {
+    finished_ = true;
+    auto drained = drain_local();
     if (!err)
-      err = pin();
-    if (!err)
-      err = req_.direction == stage_direction::read ? run_read() : run_write();
-    if (!err)
-      err = drain_local();
-    else
-      drain_local();
+      err = std::move(drained);
     if (pinned_) {
       auto unpinned = unpin();
       if (!err)
         err = std::move(unpinned);
     }
-    retire_ucx();
-    bool confirmed = true;
-    for (size_t i = 0; i < local_.size(); ++i) {
-      p_.stager->give_back(local_[i].loan, local_[i].ok);
-      confirmed = confirmed && local_[i].ok;
-    }
-    if (local_loan_ != 0 && confirmed) // else a copy may still touch the range
-      p_.exposures->give_back(local_loan_);
+    bool confirmed = all_copies_confirmed(); // else a copy may still touch the range
+    give_back_slots();
+    if (local_loan_ != 0 && confirmed)
+      p_.exposures->give_back(std::exchange(local_loan_, 0));
+    remote_stage_outcome out;
     if (err) {
       out.error = std::move(err);
       out.effect = effect_;
@@ -79,9 +115,14 @@ private:
     local_stager::chunk_loan loan;
     enum { free, copying, ready } state = free;
     uint32_t chunk = 0;
-    bool ok = true; // fit to go back to the pool
+    bool copied = true; // every copy of it confirmed (else it stays retained)
     slot_landing landing; // a READ's GETs land here (UCX CROSS)
   };
+
+  bool all_copies_confirmed() const {
+    return std::all_of(local_.begin(), local_.end(),
+                       [](const local_slot& s) { return s.copied; });
+  }
 
   // -- setup --------------------------------------------------------------
 
@@ -113,7 +154,9 @@ private:
       local_.back().loan = l;
     }
     // (A self-peer session has no endpoint to GET through: CAF requests.)
-    ask_ucx_ = static_cast<bool>(p_.ucx) && req_.range.source_worker != p_.worker_id;
+    // GETs go only to the source's own node, as its hello registered it.
+    ask_ucx_ = static_cast<bool>(p_.ucx) && req_.range.source_worker != p_.worker_id
+               && p_.ucx.reaches(req_.range.source_worker, req_.source.node());
     if (ask_ucx_ && req_.direction == stage_direction::write) {
       // The source GETs each chunk from our slot: register the ring.
       std::vector<slot_memory> slots;
@@ -128,17 +171,23 @@ private:
     return {};
   }
 
-  /// The UCX CROSS's registrations retire, and a slot a GET may still
-  /// write (abandoned) stays retained, before the chunks go back.
-  void retire_ucx() {
+  /// The UCX CROSS's registrations retire, then each chunk goes back: one
+  /// whose copy did not confirm or whose registration did not unmap stays
+  /// retained; one a GET may still write (abandoned) goes back once the
+  /// engine lets the GET go.
+  void give_back_slots() {
     auto unmapped = registrations_.retire(p_.request_timeout / 2);
-    for (size_t i = 0; i < unmapped.size() && i < local_.size(); ++i)
-      local_[i].ok = local_[i].ok && unmapped[i];
-    if (cross_ != stage_cross_mode::ucx_get)
-      return;
-    for (auto& s : local_)
-      if (!s.landing.quiet(std::chrono::milliseconds{200}))
-        s.ok = false;
+    for (size_t i = 0; i < local_.size(); ++i) {
+      auto& s = local_[i];
+      bool fit = s.copied && (i >= unmapped.size() || unmapped[i]);
+      if (fit && cross_ == stage_cross_mode::ucx_get
+          && !s.landing.quiet(std::chrono::milliseconds{200})) {
+        s.landing.when_quiet([stager = p_.stager, loan = s.loan] { stager->give_back(loan, true); });
+        continue;
+      }
+      p_.stager->give_back(s.loan, fit);
+    }
+    local_.clear();
   }
 
   /// The Pin reply's CROSS: what we asked for or CAF, and for a READ over
@@ -364,7 +413,7 @@ private:
       }
       auto recorded = api_.event_record(c.events[0], c.stream);
       if (recorded)
-        s.ok = false; // queued with no event to confirm it: retained
+        s.copied = false; // queued with no event to confirm it: retained
       return recorded;
     });
     return err;
@@ -376,7 +425,7 @@ private:
       return true;
     auto state = staging::query_event_in(api_, s.loan.ctx, s.loan.chunk->events[0]);
     if (!state) {
-      s.ok = false;
+      s.copied = false;
       return std::move(state.error());
     }
     if (*state != staging::event_state::complete)
@@ -403,7 +452,7 @@ private:
                                    std::max(left, std::chrono::milliseconds{1}));
       });
       if (err) {
-        s.ok = false;
+        s.copied = false;
         if (!first)
           first = std::move(err);
       }
@@ -414,7 +463,11 @@ private:
 
   // -- the pipeline -------------------------------------------------------
 
+  /// The deadline, and the node's stop: a stopping node's sessions end at
+  /// once (Unpin), instead of holding its stop until their deadlines.
   caf::error check_deadline() const {
+    if (p_.stopping && p_.stopping->load())
+      return make_error(errc::draining, "the node is stopping: the session ends unfinished");
     if (clock_type::now() >= req_.deadline)
       return make_error(errc::timeout, "the remote staging request's deadline passed");
     return {};
@@ -567,6 +620,7 @@ private:
   uint32_t chunks_ = 0;
   remote_effect effect_ = remote_effect::none;
   std::chrono::microseconds pause_{0};
+  bool finished_ = false;
   // The CROSS over UCX: asked for, agreed, the source's slots (READ), our
   // slots' registrations (WRITE).
   uint64_t local_loan_ = 0; // our exclusive loan on the local range
@@ -581,7 +635,14 @@ private:
 remote_stage_outcome run_requester_session(caf::actor_system& sys,
                                            const remote_stager_params& p,
                                            const remote_stage_request& req) {
-  return requester_session{sys, p, req}.run();
+  requester_session session{sys, p, req};
+  try {
+    return session.run();
+  } catch (const std::exception& e) {
+    return session.after_exception(e.what());
+  } catch (...) {
+    return session.after_exception("not a std::exception");
+  }
 }
 
 } // namespace ferry

@@ -7,8 +7,9 @@
 //                       bound, before the chunks go back to the stager
 //   slot_landing        one local slot a GET writes into: counts the GETs
 //                       whose destination the UCX engine still holds (an
-//                       abandoned GET may write on), so the session keeps
-//                       such a chunk retained instead of reusing it
+//                       abandoned GET may write on), so the session gives
+//                       such a chunk back only once the engine let it go
+//                       (when_quiet), never while a GET may still write
 //   get_into_slot       one GET of a peer's slot into a local slot, bounded
 // Calls block (a scoped actor): only from a detached actor or a shard's
 // thread, never from a cooperative actor.
@@ -16,10 +17,11 @@
 // write it.
 #pragma once
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include <caf/error.hpp>
@@ -36,13 +38,23 @@ struct slot_memory {
   uint64_t size = 0;
 };
 
+/// Move-only: one owner retires them. Destroyed unretired (an exception
+/// unwound its session), they retire then, within the bound they were made
+/// with.
 class slot_registrations {
 public:
   slot_registrations() = default;
+  slot_registrations(const slot_registrations&) = delete;
+  slot_registrations& operator=(const slot_registrations&) = delete;
+  slot_registrations(slot_registrations&& other) noexcept;
+  slot_registrations& operator=(slot_registrations&& other) noexcept;
+  ~slot_registrations();
 
-  /// Registers every slot (a refused one retires those made before it),
-  /// and keeps the node's engine progressing for peers' GETs (an emulated
-  /// GET over tcp needs this side to progress) until retired.
+  /// Registers every slot, all within `timeout`, and keeps the node's
+  /// engine progressing for peers' GETs (an emulated GET over tcp needs
+  /// this side to progress) until retired. A refused or late one retires
+  /// those made before it; a late one is unregistered too (the pool may
+  /// still map it after the wait gave up).
   static caf::expected<slot_registrations> make(caf::actor_system& sys,
                                                 const ucx_cross_means& means,
                                                 const std::vector<slot_memory>& slots,
@@ -61,11 +73,12 @@ public:
 private:
   ucx_cross_means means_;
   std::vector<external_region_ptr> regions_;
+  std::chrono::milliseconds bound_{0}; // the destructor's retire bound
 };
 
 class slot_landing {
 public:
-  slot_landing() : held_(std::make_shared<std::atomic<int64_t>>(0)) {}
+  slot_landing() : shared_(std::make_shared<counts>()) {}
 
   /// A destination block over [data, data + size) for one GET: counted
   /// held until the engine lets it go.
@@ -74,8 +87,18 @@ public:
   /// Waits up to `bound` until no GET holds the slot; false if one still does.
   bool quiet(std::chrono::milliseconds bound) const;
 
+  /// Runs `fn` once no GET holds the slot: now when none does, else on the
+  /// thread that lets the last one go (the engine's). Once; a later call
+  /// replaces a `fn` not yet run.
+  void when_quiet(std::function<void()> fn) const;
+
 private:
-  std::shared_ptr<std::atomic<int64_t>> held_;
+  struct counts {
+    std::mutex mu;
+    int64_t held = 0;
+    std::function<void()> on_quiet;
+  };
+  std::shared_ptr<counts> shared_;
 };
 
 /// GETs `length` bytes of the peer's slot `key` (worker `worker`) into

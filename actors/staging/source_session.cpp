@@ -52,55 +52,58 @@ struct session_state {
     return staging::in_context(api(), chunks.front().ctx, [&] { return fn(api()); });
   }
 
-  /// Drains the copies in flight (bounded), then gives the chunks back (a
-  /// chunk whose copy did not confirm stays retained). The loan and the
-  /// slot go back only when every copy confirmed: an unconfirmed drain keeps
-  /// them charged (a copy may still touch the range). Once only.
+  /// Drains the copies in flight (bounded), then gives the chunks back. A
+  /// chunk whose copy did not confirm, or whose registration did not
+  /// unmap, stays retained; one a GET may still write goes back once the
+  /// engine lets the GET go. The loan and the slot go back when every copy
+  /// confirmed (a GET's slot is host memory: it never touches the range);
+  /// an unconfirmed copy keeps them charged (it may still touch the
+  /// range). Once only.
   void release(bool unpinned, const char* why) {
     if (ended)
       return;
     ended = true;
     auto& src = p.source;
-    std::vector<bool> ok(chunks.size(), true);
-    for (size_t i = 0; i < uncertain.size() && i < ok.size(); ++i)
-      ok[i] = !uncertain[i];
+    std::vector<bool> copied(chunks.size(), true);
+    for (size_t i = 0; i < uncertain.size() && i < copied.size(); ++i)
+      copied[i] = !uncertain[i];
     if (ring && !chunks.empty())
       for (auto index : ring->copying()) {
-        if (!ok[index])
+        if (!copied[index])
           continue;
         auto err = in_context([&](staging::cuda_api& a) {
           return staging::wait_event(a, chunks[index].chunk->events[0], src.event_bound);
         });
         if (err) {
-          ok[index] = false;
+          copied[index] = false;
           spdlog::warn("remote staging session {}: a chunk's copy did not drain ({})",
                        p.session, describe(err));
         }
       }
-    // A registered slot goes back only once unmapped; a slot a GET may
-    // still write (abandoned) stays retained.
     auto unmapped = registrations.retire(src.grace / 2);
-    for (size_t i = 0; i < unmapped.size() && i < ok.size(); ++i)
-      ok[i] = ok[i] && unmapped[i];
-    for (size_t i = 0; i < landings.size() && i < ok.size(); ++i)
-      if (!landings[i].quiet(std::chrono::milliseconds{200})) {
-        ok[i] = false;
-        spdlog::warn("remote staging session {}: a GET into a slot did not end", p.session);
-      }
     bool confirmed = true;
     for (size_t i = 0; i < chunks.size(); ++i) {
-      src.stager->give_back(chunks[i], ok[i]);
-      if (!ok[i]) {
-        confirmed = false;
-        src.stats->source_retained.fetch_add(1);
+      confirmed = confirmed && copied[i];
+      bool fit = copied[i] && (i >= unmapped.size() || unmapped[i]);
+      if (fit && i < landings.size() && !landings[i].quiet(std::chrono::milliseconds{200})) {
+        spdlog::info("remote staging session {}: a GET into slot {} has not ended; its "
+                     "chunk goes back when it does",
+                     p.session, i);
+        landings[i].when_quiet([stager = src.stager, loan = chunks[i]] {
+          stager->give_back(loan, true);
+        });
+        continue;
       }
+      src.stager->give_back(chunks[i], fit);
+      if (!fit)
+        src.stats->source_retained.fetch_add(1);
     }
     chunks.clear();
     if (confirmed) {
       src.exposures->give_back(p.session);
       src.stats->source_active.fetch_sub(1);
     } else {
-      spdlog::warn("remote staging session {}: a copy did not confirm; its chunks, its "
+      spdlog::warn("remote staging session {}: a copy did not confirm; its chunk, its "
                    "range's loan and its slot stay charged",
                    p.session);
     }
@@ -126,8 +129,13 @@ void choose_cross(session_actor* self, const stage_pin& req) {
   if (req.cross != static_cast<uint8_t>(stage_cross_mode::ucx_get) || !src.ucx)
     return;
   if (st.ring->session().direction == stage_direction::write) {
-    if (req.requester_worker == 0)
+    // GETs go only to the requester's own node, as its hello registered it.
+    if (!src.ucx.reaches(req.requester_worker, st.p.requester.node())) {
+      spdlog::info("remote staging session {}: the Pin names worker {:016x}, not the "
+                   "requester's UCX peer; the CROSS goes by CAF",
+                   st.p.session, req.requester_worker);
       return;
+    }
     st.requester_worker = req.requester_worker;
     st.landings.resize(st.chunks.size());
   } else {

@@ -68,6 +68,8 @@ struct RemoteStaging : ::testing::Test {
     c.test_fail_gets = local_fails_gets;
     c.remote_staging = local_source;
     c.remote_staging_shards = local_shards;
+    c.request_timeout_ms = local_request_timeout_ms;
+    c.test_get_delay_ms = local_get_delay_ms;
     local = std::make_unique<node>(c);
     if (auto err = local->start())
       throw std::runtime_error(describe(err));
@@ -207,6 +209,8 @@ struct RemoteStaging : ::testing::Test {
   bool local_fails_gets = false;
   bool local_source = false; // this node accepts Pins too (self-peer sessions)
   size_t local_shards = 4;
+  uint64_t local_request_timeout_ms = 10000;
+  uint64_t local_get_delay_ms = 0; // this node's engine answers each GET this late
 };
 
 TEST_F(RemoteStaging, AReadOfAPeersDeviceRangeRunsSerially) {
@@ -700,28 +704,33 @@ TEST_F(RemoteStaging, AFullLineRefusesOneMoreAndACancelledWaitingSessionNeverPin
   expect_local_at_rest();
 }
 
-TEST_F(RemoteStaging, ANodeStopCancelsWaitingSessionsAndWaitsForTheRunningOne) {
+TEST_F(RemoteStaging, ANodeStopEndsTheRunningSessionAtOnceAndCancelsTheWaitingOne) {
   local_shards = 1;
-  start(1, {}, false, 2000); // this node's sessions end by their 2 s deadline
+  // A minute's deadline: the running session can only end early by the
+  // stop. (Its Unpin waits for the source's drain of the hung copy: one
+  // short request timeout bounds that wait.)
+  local_request_timeout_ms = 1000;
+  start(1, {}, false, 60000);
   auto [range, sum] = expose(256 * KiB, 71);
   ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}})); // the running one hangs
   auto dst_a = device_here(256 * KiB, 0);
   auto dst_b = device_here(256 * KiB, 0);
   remote_stage_outcome first, second;
   std::thread a{[&, r = range] { first = remote_staging{*local}.read(r, 0, 0, dst_a, 256 * KiB); }};
-  ASSERT_TRUE(test::eventually([&] { return peer_stat()["source"].value("active", 0) == 1; }));
+  bool pinned = test::eventually([&] { return peer_stat()["source"].value("active", 0) == 1; });
   std::thread b{[&, r = range] { second = remote_staging{*local}.read(r, 0, 0, dst_b, 256 * KiB); }};
-  ASSERT_TRUE(test::eventually([&] { return local->remote_staging()->queued.load() == 1; }));
+  bool waiting = test::eventually([&] { return local->remote_staging()->queued.load() == 1; });
   auto stats = local->remote_staging();
   local->stop();
-  // The stop returned only once no session ran: the held one ended (by its
-  // deadline: the source's copy never completes), the waiting one never
-  // started.
-  EXPECT_EQ(stats->active.load(), 0);
-  EXPECT_EQ(stats->cancelled.load(), 1u);
   a.join();
   b.join();
-  EXPECT_TRUE(is(first.error, errc::timeout)) << describe(first.error);
+  ASSERT_TRUE(pinned);
+  ASSERT_TRUE(waiting);
+  // The stop returned once no session ran: the running one ended by the
+  // stop (draining), not by its deadline; the waiting one never started.
+  EXPECT_EQ(stats->active.load(), 0);
+  EXPECT_EQ(stats->cancelled.load(), 1u);
+  EXPECT_TRUE(is(first.error, errc::draining)) << describe(first.error);
   EXPECT_TRUE(is(second.error, errc::cancelled)) << describe(second.error);
   EXPECT_EQ(stats->failed.load(), 1u);
   // The source is left draining its hung copy (this node can no longer
@@ -750,6 +759,148 @@ TEST_F(RemoteStaging, ASessionIntoLocalBytesAnotherSessionHoldsIsRefusedBeforeIt
   ASSERT_FALSE(after.error) << describe(after.error);
   EXPECT_EQ(checksum_at(dst + 128 * KiB, 256 * KiB), b_sum);
   EXPECT_EQ(local->device_exposures()->loans(), 0u);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, AReadGetGivenUpByItsBoundGivesTheLoansBackAndItsChunkOnceTheGetEnds) {
+  cross = "auto";
+  local_request_timeout_ms = 1000; // each GET's bound here
+  local_get_delay_ms = 2500;       // this engine answers each GET later still
+  start(1);
+  auto [range, sum] = expose(256 * KiB, 91);
+  auto dst = device_here(256 * KiB, 0);
+  auto out = remote_staging{*local}.read(range, 0, 0, dst, 256 * KiB);
+  ASSERT_TRUE(out.error);
+  EXPECT_TRUE(is(out.error, errc::get_abandoned)) << describe(out.error);
+  EXPECT_EQ(out.completed, 0u);
+  // The GET holds the host slot only: the loan on the local range is back
+  // at once, and so is the source's side (Unpin went).
+  EXPECT_EQ(local->device_exposures()->loans(), 0u);
+  expect_peer_at_rest();
+  // The slot's chunk comes back once the engine lets the GET go, and is not
+  // retained for good.
+  EXPECT_TRUE(test::eventually([&] { return local->stager()->stats().active == 0; }, 20s));
+  expect_local_at_rest();
+}
+
+TEST_F(RemoteStaging, AWriteGetGivenUpOnTheSourceGivesItsSlotBackAndItsChunkOnceTheGetEnds) {
+  cross = "auto";
+  // The source's GET is bounded by half its request timeout (500 ms); its
+  // engine answers each GET after 1.5 s.
+  start(1, {"--request-timeout-ms", "1000", "--test-get-delay-ms", "1500"});
+  auto [range, before] = expose(256 * KiB, 92);
+  auto src = pattern_here(256 * KiB, 93);
+  auto out = remote_staging{*local}.write(range, 0, 0, src, 256 * KiB);
+  ASSERT_TRUE(out.error);
+  EXPECT_TRUE(is(out.error, errc::get_abandoned)) << describe(out.error);
+  EXPECT_EQ(out.effect, remote_effect::none); // no Delegate went
+  EXPECT_EQ(peer_checksum(range), before);
+  // The source's loan and session slot are back, and its chunk once the
+  // GET ended (not retained for good).
+  expect_peer_at_rest();
+  expect_local_at_rest();
+  EXPECT_EQ(peer_stat()["source"].value("retained_chunks", -1), 0);
+}
+
+TEST_F(RemoteStaging, TheSourceGetsOnlyFromTheWorkerOfTheRequestersOwnNode) {
+  cross = "auto";
+  start(1);
+  auto range = expose(256 * KiB, 94).first; // (the lambda below captures it)
+  caf::scoped_actor self{local->system()};
+  caf::actor source;
+  self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
+    .receive([&](caf::actor& a) { source = a; }, [&](caf::error& e) { FAIL() << describe(e); });
+  ASSERT_TRUE(source);
+  // A WRITE's Pin asks for the CROSS over UCX, naming a worker: this
+  // node's (the source GETs from it) or any other (it never does).
+  auto pin_naming = [&](uint64_t worker, uint64_t nonce) {
+    stage_pin pin;
+    pin.nonce = nonce;
+    pin.registration = range.registration;
+    pin.epoch = range.epoch;
+    pin.length = 256 * KiB;
+    pin.direction = static_cast<uint8_t>(stage_direction::write);
+    pin.chunk_size = 128 * KiB;
+    pin.depth = 1;
+    pin.budget_ms = 20000;
+    pin.cross = static_cast<uint8_t>(stage_cross_mode::ucx_get);
+    pin.requester_worker = worker;
+    stage_pin_reply reply;
+    self->request(source, 10s, stage_pin_atom::value, pin)
+      .receive([&](stage_pin_reply& r) { reply = r; },
+               [&](caf::error& e) { ADD_FAILURE() << describe(e); });
+    if (reply.session) { // Unpin: the source's range is free for the next
+      stage_frame unpin;
+      unpin.nonce = nonce;
+      unpin.registration = range.registration;
+      unpin.phase = static_cast<uint8_t>(stage_phase::unpin);
+      unpin.length = 256 * KiB;
+      self->request(reply.session, 10s, stage_unpin_atom::value, unpin)
+        .receive([](stage_frame&) {}, [&](caf::error& e) { ADD_FAILURE() << describe(e); });
+    }
+    return reply;
+  };
+  auto stranger = pin_naming(local->worker_id() ^ 0x5a5a, 201);
+  EXPECT_TRUE(stranger.session);
+  EXPECT_EQ(stranger.cross, static_cast<uint8_t>(stage_cross_mode::caf));
+  auto mine = pin_naming(local->worker_id(), 202);
+  EXPECT_TRUE(mine.session);
+  EXPECT_EQ(mine.cross, static_cast<uint8_t>(stage_cross_mode::ucx_get));
+  EXPECT_EQ(peer_stat()["source"].value("ucx_sessions", -1), 1);
+  expect_peer_at_rest();
+}
+
+TEST_F(RemoteStaging, AnExceptionInASessionFailsItCleansUpAndTheNextSessionRuns) {
+  start(1);
+  auto exposed = expose(256 * KiB, 95);
+  auto range = exposed.first;
+  auto sum = exposed.second;
+  caf::scoped_actor self{local->system()};
+  caf::actor source;
+  self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
+    .receive([&](caf::actor& a) { source = a; }, [&](caf::error& e) { FAIL() << describe(e); });
+  // A front of its own, one shard, whose first session throws after its Pin.
+  remote_stager_params rp;
+  rp.stager = local->stager();
+  rp.stats = std::make_shared<remote_staging_stats>();
+  rp.shards = 1;
+  rp.exposures = local->device_exposures();
+  auto throws = std::make_shared<std::atomic<int>>(1);
+  rp.after_pin_hook = [throws] {
+    if (throws->fetch_sub(1) > 0)
+      throw std::runtime_error("injected after the Pin");
+  };
+  auto front = spawn_remote_stagers(local->system(), rp);
+  auto dst = device_here(256 * KiB, 0);
+  auto stage = [&] {
+    remote_stage_request r;
+    r.range = range;
+    r.length = 256 * KiB;
+    r.local = dst;
+    r.source = source;
+    r.deadline = std::chrono::steady_clock::now() + 30s;
+    remote_stage_outcome out;
+    self->request(front, 40s, remote_stage_atom::value, std::move(r))
+      .receive([&](remote_stage_outcome& o) { out = std::move(o); },
+               [&](caf::error& e) { out.error = e; });
+    return out;
+  };
+  auto failed = stage();
+  ASSERT_TRUE(failed.error);
+  EXPECT_NE(describe(failed.error).find("injected after the Pin"), std::string::npos)
+    << describe(failed.error);
+  // It unpinned (the source is at rest), gave its chunks and its loan back.
+  expect_peer_at_rest();
+  expect_local_at_rest();
+  EXPECT_EQ(local->device_exposures()->loans(), 0u);
+  // The same front runs the next one.
+  auto next = stage();
+  ASSERT_FALSE(next.error) << describe(next.error);
+  EXPECT_EQ(checksum_at(dst, 256 * KiB), sum);
+  EXPECT_EQ(rp.stats->completed.load(), 1u);
+  EXPECT_EQ(rp.stats->failed.load(), 1u);
+  self->send_exit(front, caf::exit_reason::user_shutdown);
   expect_peer_at_rest();
   expect_local_at_rest();
 }
