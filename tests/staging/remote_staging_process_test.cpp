@@ -85,6 +85,30 @@ struct RemoteStaging : ::testing::Test {
     return m.call(peer_id, handler, {}, std::move(hdrs), 30s);
   }
 
+  /// The peer's staging source (its front), as the gateway names it.
+  caf::actor peer_source() {
+    caf::scoped_actor self{local->system()};
+    caf::actor source;
+    self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
+      .receive([&](caf::actor& a) { source = a; },
+               [&](caf::error& e) { ADD_FAILURE() << describe(e); });
+    return source;
+  }
+
+  /// A READ of `bytes` of `range` into `dst` here, for a stager front.
+  static remote_stage_request read_request(const remote_device_range& range,
+                                           staging::device_ptr dst, uint64_t bytes,
+                                           caf::actor source,
+                                           std::chrono::seconds deadline) {
+    remote_stage_request r;
+    r.range = range;
+    r.length = bytes;
+    r.local = dst;
+    r.source = std::move(source);
+    r.deadline = std::chrono::steady_clock::now() + deadline;
+    return r;
+  }
+
   /// Exposes `bytes` of pattern `seed` on the peer: (range, checksum).
   std::pair<remote_device_range, std::string> expose(uint64_t bytes, uint64_t seed,
                                                      const std::string& access = "read_write",
@@ -429,9 +453,7 @@ TEST_F(RemoteStaging, FramesOutOfScopeOrOrderAreRefused) {
   start(1);
   auto [range, sum] = expose(512 * KiB, 4);
   caf::scoped_actor self{local->system()};
-  caf::actor source;
-  self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
-    .receive([&](caf::actor& a) { source = a; }, [&](caf::error& e) { FAIL() << describe(e); });
+  auto source = peer_source();
   ASSERT_TRUE(source);
   stage_pin pin;
   pin.nonce = 99;
@@ -645,20 +667,9 @@ TEST_F(RemoteStaging, AFullLineRefusesOneMoreAndACancelledWaitingSessionNeverPin
   auto sum = exposed.second;
   ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}}));
   caf::scoped_actor self{local->system()};
-  caf::actor source;
-  self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
-    .receive([&](caf::actor& s) { source = s; },
-             [&](caf::error& e) { FAIL() << describe(e); });
+  auto source = peer_source();
   auto dst = device_here(256 * KiB, 0);
-  auto request = [&] {
-    remote_stage_request r;
-    r.range = range;
-    r.length = 256 * KiB;
-    r.local = dst;
-    r.source = source;
-    r.deadline = std::chrono::steady_clock::now() + 60s;
-    return r;
-  };
+  auto request = [&] { return read_request(range, dst, 256 * KiB, source, 60s); };
   // 64 sessions: the first runs (held on the source), 63 wait.
   std::vector<std::shared_ptr<gpu_copy_ticket>> tickets;
   for (int i = 0; i < 64; ++i) {
@@ -808,9 +819,7 @@ TEST_F(RemoteStaging, TheSourceGetsOnlyFromTheWorkerOfTheRequestersOwnNode) {
   start(1);
   auto range = expose(256 * KiB, 94).first; // (the lambda below captures it)
   caf::scoped_actor self{local->system()};
-  caf::actor source;
-  self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
-    .receive([&](caf::actor& a) { source = a; }, [&](caf::error& e) { FAIL() << describe(e); });
+  auto source = peer_source();
   ASSERT_TRUE(source);
   // A WRITE's Pin asks for the CROSS over UCX, naming a worker: this
   // node's (the source GETs from it) or any other (it never does).
@@ -857,9 +866,7 @@ TEST_F(RemoteStaging, AnExceptionInASessionFailsItCleansUpAndTheNextSessionRuns)
   auto range = exposed.first;
   auto sum = exposed.second;
   caf::scoped_actor self{local->system()};
-  caf::actor source;
-  self->request(local->gateway(), 10s, staging_source_atom::value, peer_id)
-    .receive([&](caf::actor& a) { source = a; }, [&](caf::error& e) { FAIL() << describe(e); });
+  auto source = peer_source();
   // A front of its own, one shard, whose first session throws after its Pin.
   remote_stager_params rp;
   rp.stager = local->stager();
@@ -874,14 +881,9 @@ TEST_F(RemoteStaging, AnExceptionInASessionFailsItCleansUpAndTheNextSessionRuns)
   auto front = spawn_remote_stagers(local->system(), rp);
   auto dst = device_here(256 * KiB, 0);
   auto stage = [&] {
-    remote_stage_request r;
-    r.range = range;
-    r.length = 256 * KiB;
-    r.local = dst;
-    r.source = source;
-    r.deadline = std::chrono::steady_clock::now() + 30s;
     remote_stage_outcome out;
-    self->request(front, 40s, remote_stage_atom::value, std::move(r))
+    self->request(front, 40s, remote_stage_atom::value,
+                  read_request(range, dst, 256 * KiB, source, 30s))
       .receive([&](remote_stage_outcome& o) { out = std::move(o); },
                [&](caf::error& e) { out.error = e; });
     return out;
