@@ -29,7 +29,8 @@ std::string remote_staging_stats::json() const {
                     {"bytes_read", bytes_read.load()},
                     {"bytes_written", bytes_written.load()},
                     {"ucx_sessions", ucx_sessions.load()},
-                    {"ucx_bytes", ucx_bytes.load()}};
+                    {"ucx_bytes", ucx_bytes.load()},
+                    {"max_cross_window", max_cross_window.load()}};
   return j.dump();
 }
 

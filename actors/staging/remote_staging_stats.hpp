@@ -35,6 +35,13 @@ struct remote_staging_stats {
   std::atomic<uint64_t> bytes_read{0}, bytes_written{0};
   std::atomic<uint64_t> ucx_sessions{0}; // sessions whose CROSS was a UCX GET
   std::atomic<uint64_t> ucx_bytes{0};    // READ bytes this node GOT from sources
+  std::atomic<uint64_t> max_cross_window{0}; // the most CROSSes one session had in flight
+
+  /// Raises `most` to `seen` if it is larger (a high-water mark).
+  static void raise(std::atomic<uint64_t>& most, uint64_t seen) {
+    for (auto m = most.load(); seen > m && !most.compare_exchange_weak(m, seen);) {
+    }
+  }
 
   /// {"source": {...}, "requester": {...}} as JSON text.
   std::string json() const;

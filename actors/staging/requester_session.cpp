@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <deque>
 #include <exception>
 #include <optional>
 #include <random>
@@ -10,6 +11,8 @@
 #include <vector>
 
 #include <caf/actor_system.hpp>
+#include <caf/after.hpp>
+#include <caf/blocking_actor.hpp>
 #include <caf/scoped_actor.hpp>
 
 #include "actors/staging/slot_registrations.hpp"
@@ -88,6 +91,7 @@ private:
   /// chunk and loan goes back that may (below). Once only.
   remote_stage_outcome finish(caf::error err) {
     finished_ = true;
+    settle_crossings();
     auto drained = drain_local();
     if (!err)
       err = std::move(drained);
@@ -329,34 +333,114 @@ private:
     return out;
   }
 
-  /// The CROSS by one UCX GET: a READ GETs the source's slot into ours; a
-  /// WRITE names our slot and the source GETs it before it answers.
-  caf::error cross_by_ucx(uint32_t chunk, local_slot& slot) {
+  // -- the CROSS window ---------------------------------------------------
+
+  /// One CROSS admitted and not yet finished. Over UCX its answer comes
+  /// later: a READ's GET of the source's slot into ours, or the source's
+  /// answer to a WRITE's CROSS (after its GET of our slot). Over CAF it ran
+  /// whole when admitted (no answer to wait for).
+  struct crossing {
+    uint32_t chunk = 0;
+    std::optional<caf::message_id> answer;
+    bool get = false; // the answer is our GET's (READ), not the source's
+  };
+
+  /// How many CROSSes may be in flight at once: over UCX as many as both
+  /// rings allow (each holds its own local and source slot; at most 16),
+  /// over CAF one (a single connection).
+  uint32_t window() const {
+    if (cross_ != stage_cross_mode::ucx_get)
+      return 1;
+    return std::min<uint32_t>(
+      {ring_, static_cast<uint32_t>(local_.size()), staging::max_pipeline_depth});
+  }
+
+  /// Admits `chunk`'s CROSS into the window.
+  caf::error start_cross(uint32_t chunk, local_slot& slot) {
     auto f = frame(stage_phase::cross, chunk);
-    if (req_.direction == stage_direction::read) {
+    crossing c;
+    c.chunk = chunk;
+    if (cross_ != stage_cross_mode::ucx_get) {
+      if (auto err = cross_by_caf(f, slot))
+        return err;
+    } else {
       auto bound = call_bound();
       if (!bound)
         return std::move(bound.error());
-      if (auto err = get_into_slot(self_, p_.ucx.engine, req_.range.source_worker,
-                                   source_slots_[chunk % ring_], f.length, slot.landing,
-                                   slot.loan.chunk->data(), *bound))
-        return err;
-      p_.stats->ucx_bytes.fetch_add(f.length);
-    } else {
-      auto echo = ask<stage_frame>(session_, stage_cross_atom::value, f,
-                                   registrations_.key(chunk % local_.size()));
-      if (!echo)
-        return std::move(echo.error());
-      if (!(*echo == f))
-        return make_error(errc::protocol_violation, "a receipt names another scope");
+      if (req_.direction == stage_direction::read) {
+        c.answer = request_slot_get(self_, p_.ucx.engine, req_.range.source_worker,
+                                    source_slots_[chunk % ring_], f.length, slot.landing,
+                                    slot.loan.chunk->data(), *bound)
+                     .id();
+        c.get = true;
+      } else {
+        c.answer = self_->request(session_, *bound, stage_cross_atom::value, f,
+                                  registrations_.key(chunk % local_.size()))
+                     .id();
+      }
     }
-    return call(stage_finish_atom::value, f);
+    crossing_.push_back(c);
+    remote_staging_stats::raise(p_.stats->max_cross_window, crossing_.size());
+    return {};
   }
 
-  caf::error cross(uint32_t chunk, local_slot& slot) {
-    if (cross_ == stage_cross_mode::ucx_get)
-      return cross_by_ucx(chunk, slot);
-    auto f = frame(stage_phase::cross, chunk);
+  /// Whether `c` has answered (and well), waiting for its answer when
+  /// `wait` (bounded by its request), else taking it only if it came.
+  caf::expected<bool> answered(const crossing& c, bool wait) {
+    if (!c.answer)
+      return true;
+    auto f = frame(stage_phase::cross, c.chunk);
+    caf::expected<bool> out{false};
+    auto on_error = [&](caf::error& e) {
+      out = c.get ? slot_get_error(std::move(e)) : call_error(std::move(e));
+    };
+    auto on_get = [&](uint64_t) {
+      out = true;
+      p_.stats->ucx_bytes.fetch_add(f.length);
+    };
+    auto on_echo = [&](stage_frame& echo) {
+      if (echo == f)
+        out = true;
+      else
+        out = make_error(errc::protocol_violation, "a receipt names another scope");
+    };
+    caf::blocking_actor::accept_one_cond once;
+    auto now = caf::after(std::chrono::seconds{0}) >> [] {};
+    if (c.get && wait)
+      self_->varargs_receive(once, *c.answer, on_get, on_error);
+    else if (c.get)
+      self_->varargs_receive(once, *c.answer, on_get, on_error, now);
+    else if (wait)
+      self_->varargs_receive(once, *c.answer, on_echo, on_error);
+    else
+      self_->varargs_receive(once, *c.answer, on_echo, on_error, now);
+    return out;
+  }
+
+  /// The oldest CROSS, once answered, ends with FinishCross; true if it did.
+  caf::expected<bool> finish_oldest(bool wait) {
+    auto got = answered(crossing_.front(), wait);
+    if (got && !*got)
+      return false; // not yet
+    auto chunk = crossing_.front().chunk;
+    crossing_.pop_front(); // answered, well or not: never waited for again
+    if (!got)
+      return got;
+    if (auto err = call(stage_finish_atom::value, frame(stage_phase::cross, chunk)))
+      return err;
+    return true;
+  }
+
+  /// Before Unpin, every CROSS still in flight answers (each within its own
+  /// bound): the source never releases a slot a GET still reads.
+  void settle_crossings() {
+    for (auto& c : crossing_)
+      (void) answered(c, true);
+    crossing_.clear();
+  }
+
+  /// The CROSS over CAF requests, piece by piece, whole.
+  caf::error cross_by_caf(const stage_frame& f, local_slot& slot) {
     char* memory = slot.loan.chunk->data();
     for (uint64_t at = 0; at < f.length; at += cross_piece) {
       auto n = std::min(cross_piece, f.length - at);
@@ -380,7 +464,7 @@ private:
           return make_error(errc::protocol_violation, "a receipt names another scope");
       }
     }
-    return call(stage_finish_atom::value, f);
+    return {};
   }
 
   caf::error unpin() {
@@ -486,37 +570,73 @@ private:
     pause_ = std::min(std::chrono::microseconds{1000}, pause_ + std::chrono::microseconds{20});
   }
 
+  /// Each sweep advances every local copy (so slots are found ready in
+  /// the order they finish, not only the one awaited next).
+  caf::error advance_local(bool& progressed) {
+    for (auto& s : local_) {
+      bool was = s.state == local_slot::copying;
+      auto done = local_done(s);
+      if (!done)
+        return std::move(done.error());
+      progressed = progressed || (was && *done);
+    }
+    return {};
+  }
+
   caf::error run_read() {
-    uint32_t next_delegate = 0, next_cross = 0;
+    uint32_t next_delegate = 0, next_issue = 0, next_done = 0;
     while (next_delegate < std::min(ring_, chunks_))
       if (auto err = delegate(next_delegate++))
         return err;
-    bool confirmed = false; // chunk next_cross's Delegate completed
-    while (next_cross < chunks_) {
+    // Source slot r's Delegate (of the next chunk to cross from it) is
+    // confirmed complete.
+    std::vector<bool> filled(ring_, false);
+    auto most = window();
+    while (next_done < chunks_) {
       if (auto err = check_deadline())
         return err;
       bool progressed = false;
-      if (!confirmed) {
-        auto done = query(next_cross);
+      // Every Delegate not yet confirmed is queried once per sweep.
+      for (auto c = next_issue; c < next_delegate; ++c) {
+        if (filled[c % ring_])
+          continue;
+        auto done = query(c);
         if (!done)
           return std::move(done.error());
-        confirmed = progressed = *done;
+        filled[c % ring_] = *done;
+        progressed = progressed || *done;
       }
-      auto& slot = local_[next_cross % local_.size()];
-      auto free = local_done(slot);
-      if (!free)
-        return std::move(free.error());
-      if (confirmed && *free) {
-        if (auto err = cross(next_cross, slot))
+      if (auto err = advance_local(progressed))
+        return err;
+      // CROSSes are admitted in order while the window has room: the
+      // source slot filled, the local slot's previous POST done.
+      while (next_issue < chunks_ && next_issue - next_done < most) {
+        auto& slot = local_[next_issue % local_.size()];
+        if (!filled[next_issue % ring_] || slot.state != local_slot::free)
+          break;
+        if (auto err = start_cross(next_issue, slot))
           return err;
-        if (auto err = start_local(slot, next_cross))
-          return err;
-        ++next_cross;
-        confirmed = false;
+        filled[next_issue % ring_] = false; // the slot's next Delegate comes later
+        ++next_issue;
         progressed = true;
-        if (next_delegate < chunks_)
-          if (auto err = delegate(next_delegate++))
+      }
+      // The oldest ends (waited for when nothing else moved): FinishCross
+      // frees its source slot for the Delegate R chunks on, and its local
+      // POST starts.
+      if (next_done < next_issue) {
+        auto chunk = crossing_.front().chunk;
+        auto ended = finish_oldest(!progressed);
+        if (!ended)
+          return std::move(ended.error());
+        if (*ended) {
+          if (auto err = start_local(local_[chunk % local_.size()], chunk))
             return err;
+          ++next_done;
+          progressed = true;
+          if (next_delegate < chunks_)
+            if (auto err = delegate(next_delegate++))
+              return err;
+        }
       }
       idle(progressed);
     }
@@ -542,62 +662,70 @@ private:
   }
 
   caf::error run_write() {
-    uint32_t next_pre = 0, next_cross = 0;
+    uint32_t next_pre = 0, next_issue = 0, next_done = 0;
     while (next_pre < std::min<uint32_t>(static_cast<uint32_t>(local_.size()), chunks_)) {
       if (auto err = start_local(local_[next_pre % local_.size()], next_pre))
         return err;
       ++next_pre;
     }
     // The chunk each source slot's Delegate copies, until it is confirmed.
-    std::vector<std::optional<uint32_t>> in_flight(ring_);
-    auto confirm = [&](uint32_t r) -> caf::expected<bool> {
-      if (!in_flight[r])
-        return true;
-      auto done = query(*in_flight[r]);
-      if (done && *done)
-        in_flight[r].reset();
-      return done;
-    };
+    std::vector<std::optional<uint32_t>> delegated(ring_);
     auto busy = [&] {
-      return std::any_of(in_flight.begin(), in_flight.end(),
+      return std::any_of(delegated.begin(), delegated.end(),
                          [](const auto& c) { return c.has_value(); });
     };
-    while (next_cross < chunks_ || busy()) {
+    auto most = window();
+    while (next_done < chunks_ || busy()) {
       if (auto err = check_deadline())
         return err;
       bool progressed = false;
-      if (next_cross >= chunks_) { // the last Delegates: confirm each
-        for (uint32_t r = 0; r < ring_; ++r) {
-          bool was = in_flight[r].has_value();
-          auto done = confirm(r);
-          if (!done)
-            return std::move(done.error());
-          progressed = progressed || (was && !in_flight[r]);
+      // Every Delegate not yet confirmed is queried once per sweep.
+      for (auto& d : delegated) {
+        if (!d)
+          continue;
+        auto done = query(*d);
+        if (!done)
+          return std::move(done.error());
+        if (*done) {
+          d.reset();
+          progressed = true;
         }
-        idle(progressed);
-        continue;
       }
-      auto r = next_cross % ring_;
-      auto free = confirm(r);
-      if (!free)
-        return std::move(free.error());
-      auto& slot = local_[next_cross % local_.size()];
-      auto ready = local_done(slot);
-      if (!ready)
-        return std::move(ready.error());
-      if (*free && *ready && slot.state == local_slot::ready && slot.chunk == next_cross) {
-        if (auto err = cross(next_cross, slot))
+      if (auto err = advance_local(progressed))
+        return err;
+      // CROSSes are admitted in order while the window has room: the local
+      // PRE done, the source slot's previous Delegate confirmed.
+      while (next_issue < chunks_ && next_issue - next_done < most) {
+        auto& slot = local_[next_issue % local_.size()];
+        if (delegated[next_issue % ring_] || slot.state != local_slot::ready
+            || slot.chunk != next_issue)
+          break;
+        if (auto err = start_cross(next_issue, slot))
           return err;
-        if (auto err = delegate(next_cross))
-          return err;
-        in_flight[r] = next_cross;
-        slot.state = local_slot::free;
-        ++next_cross;
+        ++next_issue;
         progressed = true;
-        if (next_pre < chunks_) {
-          if (auto err = start_local(slot, next_pre))
+      }
+      // The oldest ends (waited for when nothing else moved): FinishCross,
+      // its Delegate (the remote effect becomes unknown first), and its
+      // local slot takes the PRE L chunks on.
+      if (next_done < next_issue) {
+        auto chunk = crossing_.front().chunk;
+        auto ended = finish_oldest(!progressed);
+        if (!ended)
+          return std::move(ended.error());
+        if (*ended) {
+          if (auto err = delegate(chunk))
             return err;
-          ++next_pre;
+          delegated[chunk % ring_] = chunk;
+          auto& slot = local_[chunk % local_.size()];
+          slot.state = local_slot::free;
+          ++next_done;
+          progressed = true;
+          if (next_pre < chunks_) {
+            if (auto err = start_local(slot, next_pre))
+              return err;
+            ++next_pre;
+          }
         }
       }
       idle(progressed);
@@ -628,6 +756,7 @@ private:
   stage_cross_mode cross_ = stage_cross_mode::caf;
   std::vector<stage_slot_key> source_slots_;
   slot_registrations registrations_;
+  std::deque<crossing> crossing_; // the CROSS window, oldest first
 };
 
 } // namespace

@@ -12,11 +12,16 @@
 //          PRE done and source slot i % R's previous Delegate confirmed;
 //          after FinishCross and the Delegate (the remote effect becomes
 //          unknown first) the local slot takes PRE i + L.
+//   window CROSSes are admitted in order and end (FinishCross) in order;
+//          over UCX up to W = min(R, L, 16) are in flight at once (READ:
+//          our GETs; WRITE: the source's), over CAF one.
 //   end    every local copy and every Delegate confirmed, then Unpin; only
 //          its matching receipt completes the request.
-// On failure it stops, drains its local copies, still sends Unpin (the
-// source drains its own), and reports zero bytes; a WRITE that sent a
-// Delegate reports remote_effect::unknown and is never retried.
+// Each sweep queries every unconfirmed Delegate once and advances every
+// local copy. On failure it stops, lets every CROSS in flight answer
+// (bounded), drains its local copies, still sends Unpin (the source drains
+// its own), and reports zero bytes; a WRITE that sent a Delegate reports
+// remote_effect::unknown and is never retried.
 #pragma once
 
 #include <caf/fwd.hpp>

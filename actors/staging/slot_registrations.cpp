@@ -155,20 +155,10 @@ void slot_landing::when_quiet(std::function<void()> fn) const {
   fn();
 }
 
-caf::error get_into_slot(caf::scoped_actor& self, const ucx_engine_ref& engine,
-                         uint64_t worker, const stage_slot_key& key, uint64_t length,
-                         const slot_landing& landing, char* dest,
-                         std::chrono::milliseconds timeout) {
-  if (!key.plausible())
-    return make_error(errc::protocol_violation, "a slot key out of bounds");
-  caf::error failed;
-  auto pending = self->request(engine.actor(), timeout, ucx_get_atom::value, worker,
-                               key.address, length, key.rkey, landing.lend(dest, length));
-  engine.wake();
-  pending.receive([](uint64_t) {}, [&](caf::error& e) { failed = std::move(e); });
-  if (failed == caf::sec::request_timeout)
+caf::error slot_get_error(caf::error e) {
+  if (e == caf::sec::request_timeout)
     return make_error(errc::get_abandoned, "the UCX GET of a peer's slot did not finish in time");
-  return failed;
+  return e;
 }
 
 } // namespace ferry

@@ -10,9 +10,10 @@
 //                       abandoned GET may write on), so the session gives
 //                       such a chunk back only once the engine let it go
 //                       (when_quiet), never while a GET may still write
-//   get_into_slot       one GET of a peer's slot into a local slot, bounded
-// Calls block (a scoped actor): only from a detached actor or a shard's
-// thread, never from a cooperative actor.
+//   request_slot_get    one GET of a peer's slot into a local slot, bounded;
+//                       its answer comes later (several may be in flight)
+// make and retire block (a scoped actor): only from a detached actor or a
+// shard's thread, never from a cooperative actor.
 // Must never: give a chunk back while it is registered or a GET may still
 // write it.
 #pragma once
@@ -101,12 +102,24 @@ private:
   std::shared_ptr<counts> shared_;
 };
 
-/// GETs `length` bytes of the peer's slot `key` (worker `worker`) into
-/// `landing`'s memory at `dest`, within `timeout`. Errors: the engine's
-/// (get_failed, get_abandoned: the slot may still be written), timeout.
-caf::error get_into_slot(caf::scoped_actor& self, const ucx_engine_ref& engine,
-                         uint64_t worker, const stage_slot_key& key, uint64_t length,
-                         const slot_landing& landing, char* dest,
-                         std::chrono::milliseconds timeout);
+/// Sends one GET of `length` bytes of the peer's slot `key` (worker
+/// `worker`) into `landing`'s memory at `dest`, bounded by `timeout`, from
+/// `self` (a scoped actor or an actor pointer); its response handle. The
+/// answer: the GET's nanoseconds, or the engine's error (see
+/// slot_get_error). The caller checked `key.plausible()`.
+template <class Self>
+auto request_slot_get(Self& self, const ucx_engine_ref& engine, uint64_t worker,
+                      const stage_slot_key& key, uint64_t length, const slot_landing& landing,
+                      char* dest, std::chrono::milliseconds timeout) {
+  auto handle = self->request(engine.actor(), timeout, ucx_get_atom::value, worker, key.address,
+                              length, key.rkey, landing.lend(dest, length));
+  engine.wake();
+  return handle;
+}
+
+/// A slot GET's error as remote staging names it: the engine's (get_failed,
+/// get_abandoned: the slot may still be written), and CAF's timeout as
+/// get_abandoned too (the engine may still hold the GET).
+caf::error slot_get_error(caf::error e);
 
 } // namespace ferry

@@ -247,10 +247,7 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
       });
       auto& stats = *st.p.source.stats;
       stats.delegates.fetch_add(1);
-      uint64_t running = st.ring->copying().size();
-      for (auto seen = stats.max_in_flight.load();
-           running > seen && !stats.max_in_flight.compare_exchange_weak(seen, running);) {
-      }
+      remote_staging_stats::raise(stats.max_in_flight, st.ring->copying().size());
       if (err) {
         st.failure = err; // the copy's state is unknown: the slot drains at the end
         return err;
@@ -325,17 +322,26 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
       auto slot = st.ring->cross(f, 0, f.length);
       if (!slot)
         return std::move(slot.error());
-      caf::scoped_actor blocking{self->system()};
-      auto err = get_into_slot(blocking, st.p.source.ucx.engine, st.requester_worker, from,
-                               f.length, st.landings[*slot], st.chunks[*slot].chunk->data(),
-                               st.p.source.grace / 2);
-      if (err) {
-        st.failure = err; // the slot may hold part of the chunk: the session fails
-        return err;
-      }
-      st.ring->received(*slot, f.length);
-      st.p.source.stats->source_ucx_bytes.fetch_add(f.length);
-      return f;
+      // The GET runs while other frames are served (the requester may have
+      // several CROSSes out); this CROSS is answered when its GET ends.
+      auto rp = self->make_response_promise<stage_frame>();
+      auto index = *slot;
+      auto& src = st.p.source;
+      request_slot_get(self, src.ucx.engine, st.requester_worker, from, f.length,
+                       st.landings[index], st.chunks[index].chunk->data(), src.grace / 2)
+        .then(
+          [self, rp, f, index](uint64_t) mutable {
+            auto& st = self->state;
+            st.ring->received(index, f.length);
+            st.p.source.stats->source_ucx_bytes.fetch_add(f.length);
+            rp.deliver(f);
+          },
+          [self, rp](caf::error& e) mutable {
+            auto err = slot_get_error(std::move(e));
+            self->state.failure = err; // the slot may hold part of the chunk
+            rp.deliver(err);
+          });
+      return rp;
     },
     [self](stage_finish_atom, const stage_frame& f) -> caf::result<stage_frame> {
       auto& st = self->state;

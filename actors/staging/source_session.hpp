@@ -9,6 +9,9 @@
 //   (stage_query_atom, frame)               -> frame, bool complete
 //   (stage_cross_atom, frame, off, len)     -> chunk_bytes (READ)
 //   (stage_cross_atom, frame, off, bytes)   -> frame (WRITE)
+//   (stage_cross_atom, frame, slot key)     -> frame (WRITE over UCX), once
+//                                              its GET of the requester's
+//                                              slot ended (several may run)
 //   (stage_finish_atom, frame)              -> frame
 //   (stage_unpin_atom, frame)               -> frame, after the drain
 // A CUDA failure makes the session fail (sticky): every later frame but

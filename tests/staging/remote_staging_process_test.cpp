@@ -274,6 +274,14 @@ TEST_P(RemoteStagingPipeline, MovesEveryByteAtItsDepth) {
     EXPECT_GE(most, 2) << depth;
   else
     EXPECT_EQ(most, static_cast<int>(depth));
+  // The CROSS window: over CAF one piece at a time; over UCX as many
+  // CROSSes as both rings allow (L = min(depth, 13 local chunks of 256 KiB),
+  // R = min(depth, 25)), filled once the first Delegates or PREs confirm.
+  auto window = local->remote_staging()->max_cross_window.load();
+  if (how == "caf")
+    EXPECT_EQ(window, 1u);
+  else
+    EXPECT_EQ(window, std::min<uint64_t>(depth, 13)) << depth;
 }
 
 // Both directions, serial and pipelined, over both CROSS paths (auto: one
