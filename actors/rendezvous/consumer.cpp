@@ -455,7 +455,10 @@ void on_owner(consumer_ptr self, owner_route route, bool ucx_peer) {
   p.single_use = st.single_use;
   p.lease = cfg.transfer_lease;
   p.request_timeout = cfg.request_timeout;
-  p.deadline = cfg.transfer_timeout + cfg.request_timeout; // as blocking_client waits
+  // Half a request timeout inside the caller's wait (blocking_client waits
+  // transfer_timeout + request_timeout): a stuck get answers its caller
+  // with where it stuck, instead of the caller's own bare timeout.
+  p.deadline = cfg.transfer_timeout + cfg.request_timeout / 2;
   p.get_into_result = cfg.get_into_result;
   p.defer_holds = static_cast<bool>(st.ctx.recycle_to);
   st.rules.emplace(p);

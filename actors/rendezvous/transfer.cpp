@@ -299,12 +299,40 @@ transfer::commands transfer::on_renew_tick() {
   return {send_renew{lease_id_}, schedule_renewal{renew_period_}};
 }
 
+std::string transfer::progress() const {
+  std::string where;
+  switch (phase_) {
+    case phase::acquiring:
+      where = "its acquire unanswered";
+      break;
+    case phase::allocating:
+      where = "waiting for a registered destination of " + std::to_string(total_len_)
+              + " bytes";
+      break;
+    case phase::getting:
+      where = "its UCX GET of " + std::to_string(descriptor_.len) + " bytes running";
+      break;
+    case phase::pulling:
+      where = "pulling: " + std::to_string(received_) + " of "
+              + std::to_string(ready_.chunk_count) + " chunks arrived, "
+              + std::to_string(in_flight_.size()) + " pulls out";
+      break;
+    case phase::done:
+      where = "ended";
+      break;
+  }
+  if (fell_back_)
+    where += ", after falling back from RDMA to chunks";
+  return where;
+}
+
 transfer::commands transfer::on_deadline() {
   if (phase_ == phase::done)
     return {};
   return failed(make_error(errc::timeout, "the get of " + to_string(p_.handle)
                                             + " did not finish within "
-                                            + std::to_string(p_.deadline.count()) + " ms"));
+                                            + std::to_string(p_.deadline.count())
+                                            + " ms (" + progress() + ")"));
 }
 
 transfer::commands transfer::on_owner_down(const std::string& why) {

@@ -179,6 +179,9 @@ public:
   commands on_error(caf::error err);
 
   bool finished() const { return phase_ == phase::done; }
+  /// Where the transfer stands, in words (the phase and its progress): what
+  /// a deadline's error names, so a stuck get says where it stuck.
+  std::string progress() const;
   bool holds_lease() const { return have_lease_; }
   uint64_t lease_id() const { return lease_id_; }
   uint64_t total_len() const { return total_len_; }

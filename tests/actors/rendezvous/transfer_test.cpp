@@ -825,12 +825,22 @@ TEST(Transfer, TheDeadlineEndsTheGetInEveryPhaseAndDetachesItsLease) {
     const char* what;
     std::function<void(T&)> to_phase;
     bool holds_lease;
+    const char* names; // where the error says the get stood
   };
   const row rows[] = {
-    {"acquiring", [](T&) {}, false},
-    {"allocating", [](T& t) { t.on_acquired(rdma(64)); }, true},
-    {"getting", [](T& t) { t.on_acquired(rdma(64)); t.on_destination(true); }, true},
-    {"pulling", [](T& t) { t.on_acquired(ready(12)); }, true},
+    {"acquiring", [](T&) {}, false, "(its acquire unanswered)"},
+    {"allocating", [](T& t) { t.on_acquired(rdma(64)); }, true,
+     "(waiting for a registered destination of 64 bytes)"},
+    {"getting", [](T& t) { t.on_acquired(rdma(64)); t.on_destination(true); }, true,
+     "(its UCX GET of 64 bytes running)"},
+    {"pulling", [](T& t) { t.on_acquired(ready(12)); }, true, "(pulling: 0 of 3 chunks arrived, 2 pulls out)"},
+    {"pulling after the fallback",
+     [](T& t) {
+       t.on_acquired(rdma(64));
+       t.on_destination(false);
+       t.on_acquired(ready(12));
+     },
+     true, "(pulling: 0 of 3 chunks arrived, 2 pulls out, after falling back from RDMA to chunks)"},
   };
   for (const auto& r : rows) {
     SCOPED_TRACE(r.what);
@@ -843,7 +853,9 @@ TEST(Transfer, TheDeadlineEndsTheGetInEveryPhaseAndDetachesItsLease) {
     auto cmds = t.on_deadline();
     auto err = one<T::fail>(cmds).error;
     EXPECT_TRUE(is(err, errc::timeout));
-    EXPECT_NE(describe(err).find("did not finish within 310000 ms"), std::string::npos);
+    EXPECT_NE(describe(err).find("did not finish within 310000 ms " + std::string{r.names}),
+              std::string::npos)
+      << describe(err);
     EXPECT_EQ(has<T::send_detach>(cmds), r.holds_lease);
     EXPECT_TRUE(t.finished());
     // Late answers change nothing.
