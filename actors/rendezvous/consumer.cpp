@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <optional>
 
+#include <caf/actor_clock.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/stateful_actor.hpp>
@@ -32,6 +33,7 @@ using get_deadline_atom = caf::atom_constant<caf::atom("get_dline")>;
 struct consumer_state {
   consumer_context ctx;
   uint64_t get_seq = 0; // which get of this actor; stale ticks carry an older one
+  caf::actor_clock::time_point started; // the get came (its deadline counts from here)
   std::optional<transfer> rules; // the get's state machine
   data_handle handle;
   owner_actor owner;
@@ -80,7 +82,9 @@ void recycle(consumer_ptr self) {
   auto owner = caf::actor_cast<caf::actor>(st.owner);
   consumer_state fresh;
   fresh.ctx = std::move(st.ctx);
-  fresh.get_seq = st.get_seq;
+  // A new number: a late message of the get just ended (its deadline's
+  // request, say) matches no get, even before the next one starts.
+  fresh.get_seq = st.get_seq + 1;
   st = std::move(fresh);
   auto me = caf::actor_cast<caf::actor>(self);
   if (hold) // the service sends it when due, unless the caller ends the lease
@@ -456,9 +460,13 @@ void on_owner(consumer_ptr self, owner_route route, bool ucx_peer) {
   p.lease = cfg.transfer_lease;
   p.request_timeout = cfg.request_timeout;
   // Half a request timeout inside the caller's wait (blocking_client waits
-  // transfer_timeout + request_timeout): a stuck get answers its caller
-  // with where it stuck, instead of the caller's own bare timeout.
-  p.deadline = cfg.transfer_timeout + cfg.request_timeout / 2;
+  // transfer_timeout + request_timeout), counted from when the get came (the
+  // owner's lookup took some): a stuck get answers its caller with where it
+  // stuck, instead of the caller's own bare timeout.
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now()
+                                                                    - st.started);
+  p.deadline = std::max(std::chrono::milliseconds{1},
+                        cfg.transfer_timeout + cfg.request_timeout / 2 - took);
   p.get_into_result = cfg.get_into_result;
   p.defer_holds = static_cast<bool>(st.ctx.recycle_to);
   st.rules.emplace(p);
@@ -468,6 +476,7 @@ void on_owner(consumer_ptr self, owner_route route, bool ucx_peer) {
 void start(consumer_ptr self, const data_handle& h) {
   auto& st = self->state;
   ++st.get_seq;
+  st.started = self->clock().now();
   st.handle = h;
   // A caller that gives up (its own timeout, or it ended) gets nothing: the
   // transfer stops and its lease goes back instead of being held for nobody.
