@@ -103,6 +103,29 @@ void source_ring::received(uint32_t index, uint64_t bytes) {
   slots_[index].received += bytes;
 }
 
+caf::expected<uint32_t> source_ring::cross_by_get(const stage_frame& f) {
+  if (auto err = check_scope(f, stage_phase::cross))
+    return err;
+  if (scope_.direction != stage_direction::write)
+    return out_of_order("CROSS", f.chunk, "a READ's chunk is not fetched by the source");
+  auto& s = slot_of(f.chunk);
+  if (s.state != slot_state::free || f.chunk != next_cross_)
+    return out_of_order("CROSS", f.chunk, "its slot is busy or it is not the next to cross");
+  ++next_cross_;
+  s.state = slot_state::landing;
+  s.chunk = f.chunk;
+  s.received = 0;
+  return f.chunk % scope_.width;
+}
+
+void source_ring::landed(uint32_t index) {
+  auto& s = slots_[index];
+  if (s.state != slot_state::landing)
+    return;
+  s.state = slot_state::receiving;
+  s.received = span(s.chunk).length;
+}
+
 caf::expected<uint32_t> source_ring::finish_cross(const stage_frame& f) {
   if (auto err = check_scope(f, stage_phase::cross))
     return err;

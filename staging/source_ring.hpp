@@ -8,6 +8,9 @@
 //          FinishCross(i)   slot filled with chunk i        -> free
 //   WRITE  CROSS(i, piece)  slot free and i the next in order, or
 //                           receiving chunk i at that piece -> receiving
+//          CROSS(i) by GET  slot free and i the next in order -> landing;
+//                           the GET done -> receiving, all of it
+//                           (nothing else touches a landing slot)
 //          FinishCross(i)   slot received all of chunk i    -> filled
 //          Delegate(i)      slot filled with chunk i        -> copying
 //          QueryDelegate(i) slot copying chunk i (complete -> free)
@@ -37,7 +40,7 @@ public:
     uint64_t chunk = 0;  // negotiated chunk size
     uint32_t width = 1;  // source slots R
   };
-  enum class slot_state { free, copying, filled, receiving };
+  enum class slot_state { free, copying, filled, receiving, landing };
   struct slot {
     slot_state state = slot_state::free;
     uint32_t chunk = 0;
@@ -57,6 +60,8 @@ public:
   caf::expected<uint32_t> query(const stage_frame& f);
   caf::expected<uint32_t> cross(const stage_frame& f, uint64_t piece_offset,
                                 uint64_t piece_length);
+  /// WRITE over UCX: the whole chunk lands by one GET of the peer's slot.
+  caf::expected<uint32_t> cross_by_get(const stage_frame& f);
   caf::expected<uint32_t> finish_cross(const stage_frame& f);
   caf::error unpin(const stage_frame& f) const;
 
@@ -64,6 +69,8 @@ public:
   void copy_done(uint32_t index);
   /// WRITE: a piece landed in the slot.
   void received(uint32_t index, uint64_t bytes);
+  /// WRITE over UCX: the slot's GET ended well; the chunk is all there.
+  void landed(uint32_t index);
   /// Slots whose copy may still run (to drain before the chunks go back).
   std::vector<uint32_t> copying() const;
 

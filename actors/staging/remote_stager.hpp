@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string_view>
 
 #include <caf/actor.hpp>
 #include <caf/allowed_unsafe_message_type.hpp>
@@ -86,9 +87,10 @@ struct remote_stager_params {
   uint64_t worker_id = 0; // this node's (a WRITE's source GETs from it)
   // Set by the node's stop: running sessions end at their next step.
   std::shared_ptr<std::atomic<bool>> stopping = std::make_shared<std::atomic<bool>>(false);
-  // Tests only: runs in each session right after its Pin (a throw there
-  // exercises the session's cleanup after an exception).
-  std::function<void()> after_pin_hook;
+  // Tests only: runs in each session at each named step, "pinned" (right
+  // after its Pin) and "finishing" (as its end begins): a throw there
+  // exercises the session's cleanup after an exception.
+  std::function<void(std::string_view step)> step_hook;
 };
 
 inline constexpr size_t max_remote_stager_shards = 8;

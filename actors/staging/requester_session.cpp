@@ -81,27 +81,30 @@ private:
       return err;
     if (auto err = pin())
       return err;
-    if (p_.after_pin_hook)
-      p_.after_pin_hook();
+    if (p_.step_hook)
+      p_.step_hook("pinned");
     return req_.direction == stage_direction::read ? run_read() : run_write();
   }
 
   /// The session's end, however it went: the local copies drain, Unpin
   /// goes (the source drains its own), the registrations retire, and every
-  /// chunk and loan goes back that may (below). Once only.
+  /// chunk and loan goes back that may (below). Once only; a step that
+  /// throws skips none of the others (its exception is the session's error).
   remote_stage_outcome finish(caf::error err) {
     finished_ = true;
-    settle_crossings();
-    auto drained = drain_local();
-    if (!err)
-      err = std::move(drained);
-    if (pinned_) {
-      auto unpinned = unpin();
-      if (!err)
-        err = std::move(unpinned);
-    }
+    guarded(err, [&] {
+      if (p_.step_hook)
+        p_.step_hook("finishing");
+      settle_crossings();
+      return drain_local();
+    });
+    if (pinned_)
+      guarded(err, [&] { return unpin(); });
     bool confirmed = all_copies_confirmed(); // else a copy may still touch the range
-    give_back_slots();
+    guarded(err, [&] {
+      give_back_slots();
+      return caf::error{};
+    });
     if (local_loan_ != 0 && confirmed)
       p_.exposures->give_back(std::exchange(local_loan_, 0));
     remote_stage_outcome out;
@@ -112,6 +115,22 @@ private:
     }
     out.completed = req_.length;
     return out;
+  }
+
+  /// Runs one step of the end; its error, or an exception it threw, is
+  /// the session's error unless one came before.
+  template <class Step>
+  static void guarded(caf::error& err, Step step) {
+    caf::error got;
+    try {
+      got = step();
+    } catch (const std::exception& e) {
+      got = make_error(caf::sec::runtime_error,
+                       std::string{"remote staging session: an exception while ending: "}
+                         + e.what());
+    }
+    if (!err)
+      err = std::move(got);
   }
 
 private:

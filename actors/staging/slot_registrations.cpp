@@ -1,5 +1,6 @@
 #include "actors/staging/slot_registrations.hpp"
 
+#include <algorithm>
 #include <thread>
 #include <utility>
 
@@ -63,7 +64,12 @@ caf::expected<slot_registrations> slot_registrations::make(caf::actor_system& sy
       // (one sender, so in order); a refused one is left alone by the pool.
       self->send(means.pool, region_unregister_atom::value, region,
                  static_cast<uint64_t>(timeout.count()));
-      out.retire(timeout);
+      // Within the one deadline: the regions made so far retire in what is
+      // left of it (a refusal may come early; a timeout leaves nothing, and
+      // their unregistrations still go, unwaited). No key of any went out.
+      auto rest = std::chrono::duration_cast<std::chrono::milliseconds>(
+        until - std::chrono::steady_clock::now());
+      out.retire(std::max(rest, std::chrono::milliseconds{1}));
       return failed;
     }
     out.regions_.push_back(std::move(region));

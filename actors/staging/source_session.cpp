@@ -284,6 +284,9 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
         return err;
       if (st.ring->session().direction != stage_direction::read)
         return make_error(errc::protocol_violation, "a WRITE session's CROSS carries bytes");
+      if (st.cross == stage_cross_mode::ucx_get)
+        return make_error(errc::protocol_violation,
+                          "a CROSS over CAF in a session that crosses by UCX GET");
       auto slot = st.ring->cross(f, offset, length);
       if (!slot)
         return std::move(slot.error());
@@ -301,6 +304,11 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
         return err;
       if (st.ring->session().direction != stage_direction::write)
         return make_error(errc::protocol_violation, "a READ session's CROSS carries no bytes");
+      // Bytes into a slot a GET may be writing would be overwritten (or
+      // overwrite it): a UCX session crosses by GET only.
+      if (st.cross == stage_cross_mode::ucx_get)
+        return make_error(errc::protocol_violation,
+                          "a CROSS over CAF in a session that crosses by UCX GET");
       auto slot = st.ring->cross(f, offset, bytes.size());
       if (!slot)
         return std::move(slot.error());
@@ -319,7 +327,7 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
                           "a CROSS by UCX GET outside a WRITE session over UCX");
       if (!from.plausible())
         return make_error(errc::protocol_violation, "a CROSS names a slot key out of bounds");
-      auto slot = st.ring->cross(f, 0, f.length);
+      auto slot = st.ring->cross_by_get(f);
       if (!slot)
         return std::move(slot.error());
       // The GET runs while other frames are served (the requester may have
@@ -332,7 +340,7 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
         .then(
           [self, rp, f, index](uint64_t) mutable {
             auto& st = self->state;
-            st.ring->received(index, f.length);
+            st.ring->landed(index);
             st.p.source.stats->source_ucx_bytes.fetch_add(f.length);
             rp.deliver(f);
           },

@@ -10,6 +10,8 @@
 // return to where they were).
 #include <csignal>
 #include <cstring>
+#include <functional>
+#include <string_view>
 #include <thread>
 
 #include <caf/scoped_actor.hpp>
@@ -822,7 +824,7 @@ TEST_F(RemoteStaging, AWriteGetGivenUpOnTheSourceGivesItsSlotBackAndItsChunkOnce
   EXPECT_EQ(peer_stat()["source"].value("retained_chunks", -1), 0);
 }
 
-TEST_F(RemoteStaging, TheSourceGetsOnlyFromTheWorkerOfTheRequestersOwnNode) {
+TEST_F(RemoteStaging, TheSourceGetsOnlyFromTheWorkerOfTheRequestersOwnNodeAndOnlyByGet) {
   cross = "auto";
   start(1);
   auto range = expose(256 * KiB, 94).first; // (the lambda below captures it)
@@ -831,7 +833,8 @@ TEST_F(RemoteStaging, TheSourceGetsOnlyFromTheWorkerOfTheRequestersOwnNode) {
   ASSERT_TRUE(source);
   // A WRITE's Pin asks for the CROSS over UCX, naming a worker: this
   // node's (the source GETs from it) or any other (it never does).
-  auto pin_naming = [&](uint64_t worker, uint64_t nonce) {
+  auto pin_naming = [&](uint64_t worker, uint64_t nonce,
+                        std::function<void(const stage_pin_reply&)> before_unpin = {}) {
     stage_pin pin;
     pin.nonce = nonce;
     pin.registration = range.registration;
@@ -847,6 +850,8 @@ TEST_F(RemoteStaging, TheSourceGetsOnlyFromTheWorkerOfTheRequestersOwnNode) {
     self->request(source, 10s, stage_pin_atom::value, pin)
       .receive([&](stage_pin_reply& r) { reply = r; },
                [&](caf::error& e) { ADD_FAILURE() << describe(e); });
+    if (reply.session && before_unpin)
+      before_unpin(reply);
     if (reply.session) { // Unpin: the source's range is free for the next
       stage_frame unpin;
       unpin.nonce = nonce;
@@ -861,7 +866,27 @@ TEST_F(RemoteStaging, TheSourceGetsOnlyFromTheWorkerOfTheRequestersOwnNode) {
   auto stranger = pin_naming(local->worker_id() ^ 0x5a5a, 201);
   EXPECT_TRUE(stranger.session);
   EXPECT_EQ(stranger.cross, static_cast<uint8_t>(stage_cross_mode::caf));
-  auto mine = pin_naming(local->worker_id(), 202);
+  // In a session that crosses by GET, bytes sent over CAF are refused:
+  // they could land in a slot a GET is writing.
+  auto by_caf_refused = [&](const stage_pin_reply& reply) {
+    stage_frame cross;
+    cross.nonce = 202;
+    cross.registration = range.registration;
+    cross.phase = static_cast<uint8_t>(stage_phase::cross);
+    cross.chunk = 0;
+    cross.length = 128 * KiB;
+    char* out = nullptr;
+    auto piece = chunk_bytes::allocate(4 * KiB, &out);
+    std::memset(out, 7, 4 * KiB);
+    self->request(reply.session, 10s, stage_cross_atom::value, cross, uint64_t{0}, piece)
+      .receive([](stage_frame&) { ADD_FAILURE() << "a CROSS over CAF was taken"; },
+               [&](caf::error& e) {
+                 EXPECT_TRUE(is(e, errc::protocol_violation)) << describe(e);
+                 EXPECT_NE(describe(e).find("crosses by UCX GET"), std::string::npos)
+                   << describe(e);
+               });
+  };
+  auto mine = pin_naming(local->worker_id(), 202, by_caf_refused);
   EXPECT_TRUE(mine.session);
   EXPECT_EQ(mine.cross, static_cast<uint8_t>(stage_cross_mode::ucx_get));
   EXPECT_EQ(peer_stat()["source"].value("ucx_sessions", -1), 1);
@@ -875,44 +900,48 @@ TEST_F(RemoteStaging, AnExceptionInASessionFailsItCleansUpAndTheNextSessionRuns)
   auto sum = exposed.second;
   caf::scoped_actor self{local->system()};
   auto source = peer_source();
-  // A front of its own, one shard, whose first session throws after its Pin.
-  remote_stager_params rp;
-  rp.stager = local->stager();
-  rp.stats = std::make_shared<remote_staging_stats>();
-  rp.shards = 1;
-  rp.exposures = local->device_exposures();
-  auto throws = std::make_shared<std::atomic<int>>(1);
-  rp.after_pin_hook = [throws] {
-    if (throws->fetch_sub(1) > 0)
-      throw std::runtime_error("injected after the Pin");
-  };
-  auto front = spawn_remote_stagers(local->system(), rp);
-  auto dst = device_here(256 * KiB, 0);
-  auto stage = [&] {
-    remote_stage_outcome out;
-    self->request(front, 40s, remote_stage_atom::value,
-                  read_request(range, dst, 256 * KiB, source, 30s))
-      .receive([&](remote_stage_outcome& o) { out = std::move(o); },
-               [&](caf::error& e) { out.error = e; });
-    return out;
-  };
-  auto failed = stage();
-  ASSERT_TRUE(failed.error);
-  EXPECT_NE(describe(failed.error).find("injected after the Pin"), std::string::npos)
-    << describe(failed.error);
-  // It unpinned (the source is at rest), gave its chunks and its loan back.
-  expect_peer_at_rest();
-  expect_local_at_rest();
-  EXPECT_EQ(local->device_exposures()->loans(), 0u);
-  // The same front runs the next one.
-  auto next = stage();
-  ASSERT_FALSE(next.error) << describe(next.error);
-  EXPECT_EQ(checksum_at(dst, 256 * KiB), sum);
-  EXPECT_EQ(rp.stats->completed.load(), 1u);
-  EXPECT_EQ(rp.stats->failed.load(), 1u);
-  self->send_exit(front, caf::exit_reason::user_shutdown);
-  expect_peer_at_rest();
-  expect_local_at_rest();
+  // Once after the Pin, once as the end begins (its other steps still run).
+  for (std::string step : {"pinned", "finishing"}) {
+    SCOPED_TRACE(step);
+    // A front of its own, one shard, whose first session throws at the step.
+    remote_stager_params rp;
+    rp.stager = local->stager();
+    rp.stats = std::make_shared<remote_staging_stats>();
+    rp.shards = 1;
+    rp.exposures = local->device_exposures();
+    auto throws = std::make_shared<std::atomic<int>>(1);
+    rp.step_hook = [throws, step](std::string_view at) {
+      if (at == step && throws->fetch_sub(1) > 0)
+        throw std::runtime_error("injected at " + step);
+    };
+    auto front = spawn_remote_stagers(local->system(), rp);
+    auto dst = device_here(256 * KiB, 0);
+    auto stage = [&] {
+      remote_stage_outcome out;
+      self->request(front, 40s, remote_stage_atom::value,
+                    read_request(range, dst, 256 * KiB, source, 30s))
+        .receive([&](remote_stage_outcome& o) { out = std::move(o); },
+                 [&](caf::error& e) { out.error = e; });
+      return out;
+    };
+    auto failed = stage();
+    ASSERT_TRUE(failed.error);
+    EXPECT_NE(describe(failed.error).find("injected at " + step), std::string::npos)
+      << describe(failed.error);
+    // It unpinned (the source is at rest), gave its chunks and its loan back.
+    expect_peer_at_rest();
+    expect_local_at_rest();
+    EXPECT_EQ(local->device_exposures()->loans(), 0u);
+    // The same front runs the next one.
+    auto next = stage();
+    ASSERT_FALSE(next.error) << describe(next.error);
+    EXPECT_EQ(checksum_at(dst, 256 * KiB), sum);
+    EXPECT_EQ(rp.stats->completed.load(), 1u);
+    EXPECT_EQ(rp.stats->failed.load(), 1u);
+    self->send_exit(front, caf::exit_reason::user_shutdown);
+    expect_peer_at_rest();
+    expect_local_at_rest();
+  }
 }
 
 } // namespace

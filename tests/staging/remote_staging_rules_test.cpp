@@ -204,6 +204,32 @@ TEST(RemoteStagingSourceRing, AWriteCrossesEveryPieceBeforeItsDelegate) {
   EXPECT_EQ(r.at(0).state, source_ring::slot_state::free);
 }
 
+TEST(RemoteStagingSourceRing, AWriteChunkLandingByGetTakesNothingElseUntilItLanded) {
+  auto r = ring(stage_direction::write);
+  auto c0 = frame(r, stage_phase::cross, 0);
+  auto c1 = frame(r, stage_phase::cross, 1);
+  EXPECT_TRUE(is(r.cross_by_get(c1).error(), errc::protocol_violation)); // out of order
+  auto s = r.cross_by_get(c0);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(r.at(*s).state, source_ring::slot_state::landing);
+  // While its GET runs: no second GET, no piece of bytes, no FinishCross.
+  EXPECT_TRUE(is(r.cross_by_get(c0).error(), errc::protocol_violation));
+  EXPECT_TRUE(is(r.cross(c0, 0, 4).error(), errc::protocol_violation));
+  EXPECT_TRUE(is(r.finish_cross(c0).error(), errc::protocol_violation));
+  // The next chunk's slot is another one: it may land meanwhile.
+  auto s1 = r.cross_by_get(c1);
+  ASSERT_TRUE(s1);
+  EXPECT_NE(*s1, *s);
+  r.landed(*s);
+  EXPECT_TRUE(is(r.cross(c0, 0, 4).error(), errc::protocol_violation)); // all came
+  ASSERT_TRUE(r.finish_cross(c0));
+  EXPECT_EQ(r.at(*s).state, source_ring::slot_state::filled);
+  // A READ's source never fetches.
+  auto rr = ring(stage_direction::read);
+  EXPECT_TRUE(is(rr.cross_by_get(frame(rr, stage_phase::cross, 0)).error(),
+                 errc::protocol_violation));
+}
+
 TEST(RemoteStagingSourceRing, UnpinNamesTheWholeRange) {
   auto r = ring(stage_direction::read);
   stage_frame u;
