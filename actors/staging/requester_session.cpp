@@ -294,10 +294,20 @@ private:
     if (!bound)
       return std::move(bound.error());
     caf::expected<R> out{make_error(errc::timeout, "no answer from the source")};
-    self_->request(to, *bound, std::forward<Ts>(xs)...)
-      .receive([&](R& r) { out = std::move(r); },
-               [&](caf::error& e) { out = call_error(std::move(e)); });
+    auto answer = self_->request(to, *bound, std::forward<Ts>(xs)...);
+    auto id = answer.id();
+    answer.receive([&](R& r) { out = std::move(r); },
+                              [&](caf::error& e) { out = call_error(std::move(e)); });
+    forget_timeout(id);
     return out;
+  }
+
+  /// CAF 0.17 keeps an answered request's timeout armed: when it fires, a
+  /// stale timeout message lands in this actor's mailbox, and every later
+  /// receive walks past it. A session outliving the request timeout would
+  /// slow down as they pile up, so an answered request's timeout goes.
+  void forget_timeout(caf::message_id answered) {
+    self_->home_system().clock().cancel_request_timeout(self_.ptr(), answered);
   }
 
   stage_frame frame(stage_phase phase, uint32_t chunk) const {
@@ -340,15 +350,17 @@ private:
     if (!bound)
       return std::move(bound.error());
     caf::expected<bool> out{make_error(errc::timeout, "no answer from the source")};
-    self_->request(session_, *bound, stage_query_atom::value, f)
-      .receive(
-        [&](stage_frame& echo, bool complete) {
-          if (echo == f)
-            out = complete;
-          else
-            out = make_error(errc::protocol_violation, "a receipt names another scope");
-        },
-        [&](caf::error& e) { out = call_error(std::move(e)); });
+    auto answer = self_->request(session_, *bound, stage_query_atom::value, f);
+    auto id = answer.id();
+    answer.receive(
+      [&](stage_frame& echo, bool complete) {
+        if (echo == f)
+          out = complete;
+        else
+          out = make_error(errc::protocol_violation, "a receipt names another scope");
+      },
+      [&](caf::error& e) { out = call_error(std::move(e)); });
+    forget_timeout(id);
     return out;
   }
 
@@ -433,6 +445,8 @@ private:
       self_->varargs_receive(once, *c.answer, on_echo, on_error);
     else
       self_->varargs_receive(once, *c.answer, on_echo, on_error, now);
+    if (!out || *out)
+      forget_timeout(*c.answer); // answered
     return out;
   }
 
