@@ -95,9 +95,22 @@ private:
     guarded(err, [&] {
       if (p_.step_hook)
         p_.step_hook("finishing");
-      settle_crossings();
-      return drain_local();
+      return caf::error{};
     });
+    guarded(err, [&] {
+      settle_crossings();
+      return caf::error{};
+    });
+    bool drained = false;
+    guarded(err, [&] {
+      auto first = drain_local();
+      drained = true;
+      return first;
+    });
+    if (!drained) // it threw: a copy it did not reach may still run
+      for (auto& s : local_)
+        if (s.state == local_slot::copying)
+          s.copied = false;
     if (pinned_)
       guarded(err, [&] { return unpin(); });
     bool confirmed = all_copies_confirmed(); // else a copy may still touch the range

@@ -900,7 +900,8 @@ TEST_F(RemoteStaging, AnExceptionInASessionFailsItCleansUpAndTheNextSessionRuns)
   auto sum = exposed.second;
   caf::scoped_actor self{local->system()};
   auto source = peer_source();
-  // Once after the Pin, once as the end begins (its other steps still run).
+  // Once after the Pin, once as the end begins (after a READ that went
+  // well: its Unpin and its give-back still run).
   for (std::string step : {"pinned", "finishing"}) {
     SCOPED_TRACE(step);
     // A front of its own, one shard, whose first session throws at the step.
