@@ -83,6 +83,14 @@ void print_report(const soak_summary& s) {
       std::printf("  - %s\n", v.violations[i].c_str());
     if (v.violations.size() > shown)
       std::printf("  ... and %zu more (--json lists them all)\n", v.violations.size() - shown);
+    // What each node's control channel saw (frames in flight, failed or
+    // dropped): where a get went slow, the first thing to look at.
+    for (const auto& n : s.nodes) {
+      const auto& stat = n.value("stat", nlohmann::json::object());
+      if (stat.is_object() && stat.contains("control_channel"))
+        std::printf("node %d control channel: %s\n", n.value("node", -1),
+                    stat["control_channel"].dump().c_str());
+    }
   }
   std::printf("node logs: %s\nreplay: %s\n", s.log_dir.c_str(), replay_command(*s.opts).c_str());
 }

@@ -1,12 +1,14 @@
 // The soak's plain structures: the seeded fault plan (replayable, every
 // kind in a short run, nothing past the duration) and the ledger's verdict
-// (what is a violation and what a survived failure; the memory slope).
+// (what is a violation and what a survived failure; the memory slope) and
+// the text report of a failed run.
 #include <gtest/gtest.h>
 
 #include <set>
 
 #include "soak/fault_plan.hpp"
 #include "soak/run_ledger.hpp"
+#include "soak/soak_report.hpp"
 
 namespace ferry::soak {
 namespace {
@@ -91,6 +93,27 @@ TEST(SoakLedger, TheMemorySlopeIsFittedOverTheSecondHalfOfEachIncarnation) {
   EXPECT_NEAR(v.rss[0].mib_per_minute, 0.0, 1e-9);
   EXPECT_NEAR(v.rss[1].mib_per_minute, 2.0, 1e-9);
   EXPECT_EQ(v.rss[1].last_bytes, (100ull << 20) + 9 * (1ull << 20));
+}
+
+TEST(SoakReport, AFailedRunShowsEachNodesControlChannel) {
+  soak_options opts;
+  opts.seed = 7;
+  soak_summary s;
+  s.opts = &opts;
+  s.nodes.push_back({{"node", 3},
+                     {"stat", {{"control_channel", {{"sends_in_flight", 2}}}}}});
+  s.nodes.push_back({{"node", 1}, {"stat", nlohmann::json::object()}}); // on CAF
+  testing::internal::CaptureStdout();
+  print_report(s);
+  auto passed = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(passed.find("control channel:"), std::string::npos) << passed;
+  s.verdict.violations.push_back("get_plain on nodes 0,3 failed");
+  testing::internal::CaptureStdout();
+  print_report(s);
+  auto failed = testing::internal::GetCapturedStdout();
+  EXPECT_NE(failed.find("node 3 control channel: {\"sends_in_flight\":2}"), std::string::npos)
+    << failed;
+  EXPECT_EQ(failed.find("node 1 control channel"), std::string::npos) << failed;
 }
 
 } // namespace
