@@ -1,6 +1,7 @@
 #include "actors/staging/requester_session.hpp"
 
 #include <algorithm>
+#include <type_traits>
 #include <cstring>
 #include <deque>
 #include <exception>
@@ -92,15 +93,9 @@ private:
   /// throws skips none of the others (its exception is the session's error).
   remote_stage_outcome finish(caf::error err) {
     finished_ = true;
-    guarded(err, [&] {
-      if (p_.step_hook)
-        p_.step_hook("finishing");
-      return caf::error{};
-    });
-    guarded(err, [&] {
-      settle_crossings();
-      return caf::error{};
-    });
+    if (p_.step_hook)
+      guarded(err, [&] { p_.step_hook("finishing"); });
+    guarded(err, [&] { settle_crossings(); });
     bool drained = false;
     guarded(err, [&] {
       auto first = drain_local();
@@ -114,10 +109,7 @@ private:
     if (pinned_)
       guarded(err, [&] { return unpin(); });
     bool confirmed = all_copies_confirmed(); // else a copy may still touch the range
-    guarded(err, [&] {
-      give_back_slots();
-      return caf::error{};
-    });
+    guarded(err, [&] { give_back_slots(); });
     if (local_loan_ != 0 && confirmed)
       p_.exposures->give_back(std::exchange(local_loan_, 0));
     remote_stage_outcome out;
@@ -130,13 +122,16 @@ private:
     return out;
   }
 
-  /// Runs one step of the end; its error, or an exception it threw, is
-  /// the session's error unless one came before.
+  /// Runs one step of the end; its error (if it returns one), or an
+  /// exception it threw, is the session's error unless one came before.
   template <class Step>
   static void guarded(caf::error& err, Step step) {
     caf::error got;
     try {
-      got = step();
+      if constexpr (std::is_void_v<decltype(step())>)
+        step();
+      else
+        got = step();
     } catch (const std::exception& e) {
       got = make_error(caf::sec::runtime_error,
                        std::string{"remote staging session: an exception while ending: "}
@@ -307,12 +302,19 @@ private:
     if (!bound)
       return std::move(bound.error());
     caf::expected<R> out{make_error(errc::timeout, "no answer from the source")};
-    auto answer = self_->request(to, *bound, std::forward<Ts>(xs)...);
-    auto id = answer.id();
-    answer.receive([&](R& r) { out = std::move(r); },
-                              [&](caf::error& e) { out = call_error(std::move(e)); });
-    forget_timeout(id);
+    receive_answer(self_->request(to, *bound, std::forward<Ts>(xs)...),
+                   [&](R& r) { out = std::move(r); },
+                   [&](caf::error& e) { out = call_error(std::move(e)); });
     return out;
+  }
+
+  /// Waits for a request's answer (bounded by its request), then cancels
+  /// its timeout (forget_timeout).
+  template <class Answer, class OnValue, class OnError>
+  void receive_answer(Answer answer, OnValue on_value, OnError on_error) {
+    auto id = answer.id();
+    answer.receive(std::move(on_value), std::move(on_error));
+    forget_timeout(id);
   }
 
   /// CAF 0.17 keeps an answered request's timeout armed: when it fires, a
@@ -363,9 +365,8 @@ private:
     if (!bound)
       return std::move(bound.error());
     caf::expected<bool> out{make_error(errc::timeout, "no answer from the source")};
-    auto answer = self_->request(session_, *bound, stage_query_atom::value, f);
-    auto id = answer.id();
-    answer.receive(
+    receive_answer(
+      self_->request(session_, *bound, stage_query_atom::value, f),
       [&](stage_frame& echo, bool complete) {
         if (echo == f)
           out = complete;
@@ -373,7 +374,6 @@ private:
           out = make_error(errc::protocol_violation, "a receipt names another scope");
       },
       [&](caf::error& e) { out = call_error(std::move(e)); });
-    forget_timeout(id);
     return out;
   }
 

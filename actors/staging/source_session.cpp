@@ -211,6 +211,21 @@ caf::error refused(session_actor* self) {
   return self->state.failure;
 }
 
+/// A CROSS that carries its piece over CAF: refused unless the session
+/// runs `direction` and crosses over CAF (bytes into a slot a GET may be
+/// writing would be overwritten, or overwrite it).
+caf::error refused_over_caf(session_actor* self, stage_direction direction,
+                            const char* wrong_direction) {
+  if (auto err = refused(self))
+    return err;
+  if (self->state.ring->session().direction != direction)
+    return make_error(errc::protocol_violation, wrong_direction);
+  if (self->state.cross == stage_cross_mode::ucx_get)
+    return make_error(errc::protocol_violation,
+                      "a CROSS over CAF in a session that crosses by UCX GET");
+  return {};
+}
+
 caf::behavior source_session(session_actor* self, source_session_params p) {
   self->state.p = std::move(p);
   self->set_down_handler([self](caf::down_msg&) {
@@ -280,13 +295,9 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
     [self](stage_cross_atom, const stage_frame& f, uint64_t offset,
            uint64_t length) -> caf::result<chunk_bytes> {
       auto& st = self->state;
-      if (auto err = refused(self))
+      if (auto err = refused_over_caf(self, stage_direction::read,
+                                      "a WRITE session's CROSS carries bytes"))
         return err;
-      if (st.ring->session().direction != stage_direction::read)
-        return make_error(errc::protocol_violation, "a WRITE session's CROSS carries bytes");
-      if (st.cross == stage_cross_mode::ucx_get)
-        return make_error(errc::protocol_violation,
-                          "a CROSS over CAF in a session that crosses by UCX GET");
       auto slot = st.ring->cross(f, offset, length);
       if (!slot)
         return std::move(slot.error());
@@ -300,15 +311,9 @@ caf::behavior source_session(session_actor* self, source_session_params p) {
     [self](stage_cross_atom, const stage_frame& f, uint64_t offset,
            const chunk_bytes& bytes) -> caf::result<stage_frame> {
       auto& st = self->state;
-      if (auto err = refused(self))
+      if (auto err = refused_over_caf(self, stage_direction::write,
+                                      "a READ session's CROSS carries no bytes"))
         return err;
-      if (st.ring->session().direction != stage_direction::write)
-        return make_error(errc::protocol_violation, "a READ session's CROSS carries no bytes");
-      // Bytes into a slot a GET may be writing would be overwritten (or
-      // overwrite it): a UCX session crosses by GET only.
-      if (st.cross == stage_cross_mode::ucx_get)
-        return make_error(errc::protocol_violation,
-                          "a CROSS over CAF in a session that crosses by UCX GET");
       auto slot = st.ring->cross(f, offset, bytes.size());
       if (!slot)
         return std::move(slot.error());
