@@ -104,15 +104,16 @@ struct Endpoints : ::testing::TestWithParam<std::string> {
     return local->paths().value(transfer_path::rdma, path_reason::ok) == ok_before + 1;
   }
 
-  nlohmann::json local_endpoints() {
+  nlohmann::json local_engine_stat() {
     caf::scoped_actor self{local->system()};
     nlohmann::json out;
     self->request(local->ucx_engine().actor(), 5s, stat_atom::value)
-      .receive([&](std::string& s) { out = nlohmann::json::parse(s)["endpoints"]; },
+      .receive([&](std::string& s) { out = nlohmann::json::parse(s); },
                [&](caf::error& err) { ADD_FAILURE() << describe(err); });
     local->ucx_engine().wake();
     return out;
   }
+  nlohmann::json local_endpoints() { return local_engine_stat()["endpoints"]; }
 
   static std::string closed(const char* reason) {
     return std::string{"ferry_ucx_endpoints_closed_total{reason=\""} + reason + "\"}";
@@ -298,7 +299,13 @@ TEST_P(Endpoints, AnOwnerStoppingUnderAGetNeverHandsBackWrongBytes) {
   auto bytes = test::payload(4 * MiB_, 12);
   auto h = stage_on_peer(bytes);
   auto pending = std::async(std::launch::async, [&] { return client->get(h); });
-  ASSERT_TRUE(eventually([&] { return local_endpoints()["open"] == 1u; }, 10s));
+  // Stop the owner once the GET is posted (its completion is then held),
+  // not merely once the endpoint is open: the endpoint opens at the hello,
+  // before the acquire, and an owner gone between its answer and the key's
+  // first unpack meets a UCX 1.13 crash (docs/known-issues.md) that this
+  // test is not about.
+  ASSERT_TRUE(eventually([&] { return local_engine_stat()["gets_in_flight"] == 1u; }, 10s))
+    << local_engine_stat().dump();
   EXPECT_EQ(peer->stop(), 0) << peer->log();
   auto got = pending.get();
   if (got) { // it completed: the bytes are right
