@@ -22,6 +22,7 @@
 #include "runtime/blocking_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
+#include "tests/rdma/engine_stat.hpp"
 #include "tests/rdma/ucx_transports.hpp"
 
 using namespace ferry;
@@ -75,14 +76,7 @@ double peers_on(const node_process& p, const char* channel) {
   return metric_of(p, "ferry_control_channel", "channel", channel);
 }
 
-nlohmann::json channel_stat(node& n) {
-  caf::scoped_actor self{n.system()};
-  nlohmann::json out;
-  self->request(n.ucx_engine().actor(), 10s, stat_atom::value)
-    .receive([&](std::string& text) { out = nlohmann::json::parse(text)["control_channel"]; },
-             [&](caf::error& err) { ADD_FAILURE() << describe(err); });
-  return out;
-}
+nlohmann::json channel_stat(node& n) { return test::engine_stat(n, 10s)["control_channel"]; }
 
 /// One `ferry node` process and one in-process node, both on the transport
 /// under test, connected.

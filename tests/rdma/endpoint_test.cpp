@@ -25,6 +25,7 @@
 #include "runtime/node.hpp"
 #include "runtime/region_guard.hpp"
 #include "tests/cluster/test_support.hpp"
+#include "tests/rdma/engine_stat.hpp"
 #include "tests/rdma/ucx_transports.hpp"
 
 using namespace ferry;
@@ -104,15 +105,7 @@ struct Endpoints : ::testing::TestWithParam<std::string> {
     return local->paths().value(transfer_path::rdma, path_reason::ok) == ok_before + 1;
   }
 
-  nlohmann::json local_engine_stat() {
-    caf::scoped_actor self{local->system()};
-    nlohmann::json out;
-    self->request(local->ucx_engine().actor(), 5s, stat_atom::value)
-      .receive([&](std::string& s) { out = nlohmann::json::parse(s); },
-               [&](caf::error& err) { ADD_FAILURE() << describe(err); });
-    local->ucx_engine().wake();
-    return out;
-  }
+  nlohmann::json local_engine_stat() { return test::engine_stat(*local, 5s); }
   nlohmann::json local_endpoints() { return local_engine_stat()["endpoints"]; }
 
   static std::string closed(const char* reason) {

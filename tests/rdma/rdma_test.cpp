@@ -26,6 +26,7 @@
 #include "runtime/blocking_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
+#include "tests/rdma/engine_stat.hpp"
 #include "tests/rdma/ucx_transports.hpp"
 
 using namespace ferry;
@@ -374,14 +375,7 @@ TEST_P(Rdma, AFinishedGetsLeaseIsHeldPastTheLeaseTimeout) {
 namespace {
 
 /// The local UCX engine's stat (gets in flight, abandoned, warm state).
-nlohmann::json engine_stat(node& n) {
-  caf::scoped_actor self{n.system()};
-  nlohmann::json out;
-  self->request(n.ucx_engine().actor(), 10s, stat_atom::value)
-    .receive([&](std::string& text) { out = nlohmann::json::parse(text); },
-             [&](caf::error& err) { ADD_FAILURE() << describe(err); });
-  return out;
-}
+nlohmann::json engine_stat(node& n) { return test::engine_stat(n, 10s); }
 
 double cpu_seconds() {
   timespec ts{};

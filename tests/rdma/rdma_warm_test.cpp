@@ -25,6 +25,7 @@
 #include "runtime/blocking_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
+#include "tests/rdma/engine_stat.hpp"
 #include "tests/rdma/ucx_transports.hpp"
 
 using namespace ferry;
@@ -112,15 +113,7 @@ struct RdmaWarm : ::testing::TestWithParam<std::string> {
     return engine_stat();
   }
 
-  nlohmann::json engine_stat() {
-    caf::scoped_actor self{local->system()};
-    nlohmann::json out;
-    self->request(local->ucx_engine().actor(), 5s, stat_atom::value)
-      .receive([&](std::string& s) { out = nlohmann::json::parse(s); },
-               [&](caf::error& err) { ADD_FAILURE() << describe(err); });
-    local->ucx_engine().wake();
-    return out;
-  }
+  nlohmann::json engine_stat() { return test::engine_stat(*local, 5s); }
 
   uint64_t cache(const char* field) {
     return engine_stat()["rkey_cache"][field].get<uint64_t>();
