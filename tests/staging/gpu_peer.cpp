@@ -79,6 +79,9 @@ std::string hex_checksum(const void* p, size_t n) {
 ///                      pool's states and the fake's live native objects
 ///   test.fail_cuda     headers call, times: the fake fails that call
 ///   test.hold_events   header on (1/0): the fake's events stay not_ready
+///   test.remote_read   headers range, bytes: this node, as a requester,
+///                      READs the range (of another node) into device
+///                      memory of its own; replies the bytes' "checksum"
 caf::error bind_remote_staging_handlers(node& n, messenger_client& m) {
   struct exposed {
     const char* memory;
@@ -148,9 +151,27 @@ caf::error bind_remote_staging_handlers(node& n, messenger_client& m) {
         return envelope{};
       }))
     return err;
-  return m.bind("test.hold_events", [fake](envelope& e) -> caf::expected<envelope> {
-    fake().hold_events(e.hdrs["on"] == "1");
-    return envelope{};
+  if (auto err = m.bind("test.hold_events", [fake](envelope& e) -> caf::expected<envelope> {
+        fake().hold_events(e.hdrs["on"] == "1");
+        return envelope{};
+      }))
+    return err;
+  return m.bind("test.remote_read", [&n](envelope& e) -> caf::expected<envelope> {
+    auto range = parse_remote_device_range(e.hdrs["range"]);
+    if (!range)
+      return make_error(errc::invalid_argument, "test.remote_read: a malformed range");
+    auto bytes = std::stoull(e.hdrs["bytes"]);
+    auto& api = n.stager()->api();
+    auto dst = device_copy_of(api, byte_buffer(bytes));
+    if (!dst)
+      return dst.error();
+    auto out = remote_staging{n}.read(*range, 0, 0, *dst, bytes);
+    envelope reply;
+    reply.hdrs["checksum"] = hex_checksum(reinterpret_cast<const void*>(*dst), bytes);
+    free_device(api, *dst);
+    if (out.error)
+      return out.error;
+    return reply;
   });
 }
 
