@@ -20,6 +20,7 @@
 #include "protocol/atoms.hpp"
 #include "protocol/errors.hpp"
 #include "rdma/endpoint_activity.hpp"
+#include "rdma/poll_policy.hpp"
 #include "rdma/ucx_context.hpp"
 #include "rdma/ucx_endpoint.hpp"
 #include "rdma/ucx_get.hpp"
@@ -49,9 +50,6 @@ struct pending_get {
 /// A closely polled GET goes to sleeping waits once UCX moved nothing for
 /// this long (a dead or stalled peer's GET never moves again).
 constexpr auto spin_window = std::chrono::milliseconds{50};
-/// While a control-channel answer is due, the engine polls this long after
-/// the channel last moved before it sleeps on the event fd.
-constexpr auto channel_spin = std::chrono::microseconds{500};
 /// How often abandoned GETs are looked at when nothing else runs.
 constexpr auto abandoned_poll = std::chrono::milliseconds{100};
 /// ... and while an owner's fence waits for them (its quarantined blocks
@@ -87,7 +85,8 @@ struct engine {
   bool cache_rkeys = true;
   std::shared_ptr<warm_destination> warm;
   clock_type::time_point last_motion = clock_type::now();
-  clock_type::time_point channel_motion = clock_type::now(); // the control channel's
+  // While a control-channel answer is due: poll, or sleep on the event fd.
+  poll_policy channel_poll;
   // -- endpoint lifecycle ---------------------------------------------------
   uint64_t own_worker_id = 0;
   bool eager = false;
@@ -613,6 +612,7 @@ struct engine {
         {"held_bytes", w.held_bytes}}},
       {"control_channel",
        control ? nlohmann::json::parse(control->stat()) : nlohmann::json(nullptr)},
+      {"channel_poll_backoffs", channel_poll.backoffs()},
       {"gets_in_flight", gets.size()},
       {"gets_abandoned", abandoned.size()},
       {"abandoned_bytes", abandoned_bytes()},
@@ -759,12 +759,14 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
       while (self->has_next_message() && e->running)
         handlers(std::chrono::seconds(0)), moved = true;
       auto now = clock_type::now();
-      if (moved)
-        e->channel_motion = now;
-      else if (e->control->awaiting() && now - e->channel_motion < channel_spin)
+      if (moved) {
+        e->channel_poll.moved(now);
+      } else if (e->control->awaiting() && e->channel_poll.poll(now)) {
         std::this_thread::yield();
-      else
+        e->channel_poll.yielded(now, clock_type::now());
+      } else {
         e->worker.wait_for_events(e->listening_sleep());
+      }
       continue;
     }
     if (e->drain_progress())
