@@ -43,6 +43,7 @@ struct owner_state {
   owner_rdma_links rdma;
   int64_t reported_holds = 0; // RDMA leases the engine was told about
   bool draining = false;
+  bool quarantine_ticking = false; // draining: its own tick is on its way
   // The registered blocks the shutdown drain copied slots out of. A peer's
   // GET abandoned on its side may still be queued in our UCX worker (over
   // tcp the worker serves it by reading the block), so they stay mapped
@@ -101,8 +102,18 @@ void update_gauges(owner_ptr self) {
   m->leases->Set(static_cast<double>(s.leases));
 }
 
+std::chrono::milliseconds reaper_period(const owner_config& cfg);
+
 void arm_reaper_if_needed(owner_ptr self) {
   auto& st = self->state;
+  // Draining, the reaper is gone; the quarantine still has to let its
+  // blocks go (a holder gone, a fence answered, the longest hold), or the
+  // pool's drain waits for them until the node's deadline: the owner
+  // ticks itself for it.
+  if (st.draining && !st.quarantine.empty() && !st.quarantine_ticking) {
+    st.quarantine_ticking = true;
+    self->delayed_send(self, reaper_period(st.cfg), tick_atom::value);
+  }
   if (!st.reaper || st.reaper_armed || (!st.store.has_deadlines() && st.quarantine.empty()))
     return;
   self->send(st.reaper, arm_atom::value);
@@ -940,6 +951,7 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
         reaper = nullptr;
         self->state.reaper_armed = true;
       }
+      arm_reaper_if_needed(self); // the quarantine's own tick
       // Small slots are copied here up to drain_inline_bytes in all, the
       // rest and every large one on the bulk copier (never an unbounded sum
       // of copies in this handler); the answer waits for the last copy
@@ -979,6 +991,11 @@ owner_actor::behavior_type owner(owner_ptr self, uint64_t worker_id,
       }
       one_done(false); // the loop's own count
       return rp;
+    },
+    [=](tick_atom) {
+      self->state.quarantine_ticking = false;
+      if (!self->state.quarantine.empty())
+        tend_quarantine(self); // ticks again while blocks are left
     },
     [=](peer_down_atom, const caf::node_id& node) {
       const auto& sender = self->current_sender();

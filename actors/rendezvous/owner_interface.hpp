@@ -65,6 +65,9 @@ using owner_actor = caf::typed_actor<
   caf::reacts_to<peer_down_atom, caf::node_id>,
   // The lease reaper's tick: answers whether deadlines remain.
   caf::replies_to<sweep_atom>::with<bool>,
+  // Its own tick while it drains (the reaper is gone then): tends the
+  // quarantine until it is empty.
+  caf::reacts_to<tick_atom>,
   // What the owner holds, as JSON.
   caf::replies_to<stat_atom>::with<std::string>>;
 
