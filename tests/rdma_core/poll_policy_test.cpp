@@ -55,6 +55,7 @@ TEST(ControlChannelPoll, ALateYieldSleepsForTheBackOffThenPollsAgain) {
   EXPECT_TRUE(policy.poll(back + 100ms));
   policy.yielded(back + 100ms, back + 105ms); // contended again
   EXPECT_EQ(policy.backoffs(), 2u);
+  policy.moved(back + 105ms);
   EXPECT_FALSE(policy.poll(back + 105ms + 10us));
 }
 

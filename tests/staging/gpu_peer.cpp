@@ -160,7 +160,12 @@ caf::error bind_remote_staging_handlers(node& n, messenger_client& m) {
     auto range = parse_remote_device_range(e.hdrs["range"]);
     if (!range)
       return make_error(errc::invalid_argument, "test.remote_read: a malformed range");
-    auto bytes = std::stoull(e.hdrs["bytes"]);
+    uint64_t bytes = 0;
+    try {
+      bytes = std::stoull(e.hdrs["bytes"]);
+    } catch (const std::exception&) {
+      return make_error(errc::invalid_argument, "test.remote_read: a malformed bytes");
+    }
     auto& api = n.stager()->api();
     auto dst = device_copy_of(api, byte_buffer(bytes));
     if (!dst)
