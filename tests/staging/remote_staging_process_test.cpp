@@ -946,7 +946,6 @@ TEST_F(RemoteStaging, AnExceptionInASessionFailsItCleansUpAndTheNextSessionRuns)
   }
 }
 
-
 TEST_F(RemoteStaging, ARequesterProcessThatDiesMidSessionLeavesTheSourceAtRest) {
   start(1);
   auto [range, sum] = expose(512 * KiB, 99);
@@ -962,8 +961,8 @@ TEST_F(RemoteStaging, ARequesterProcessThatDiesMidSessionLeavesTheSourceAtRest) 
                          {}, FERRY_GPU_PEER};
   auto hello = local->connect(requester.endpoint());
   ASSERT_TRUE(hello) << describe(hello.error());
-  // Its READ through a pool that fills and a held event: the source's
-  // session stays pinned with a copy queued.
+  // Its READ, with the source's events held: the source's session stays
+  // pinned with a copy queued.
   ASSERT_TRUE(ask_peer("test.hold_events", {{"on", "1"}}));
   auto delegates = before["source"].value("delegates", 0);
   caf::expected<messenger::envelope> read{caf::error{}};
