@@ -163,6 +163,50 @@ void node_process::kill(int sig) {
   }
 }
 
+namespace {
+
+/// Every thread of `pid` is stopped (its state is T or t); false once one
+/// is not, or the process cannot be read.
+bool all_threads_stopped(pid_t pid) {
+  std::error_code ec;
+  std::filesystem::directory_iterator tasks{"/proc/" + std::to_string(pid) + "/task", ec};
+  if (ec)
+    return false;
+  bool any = false;
+  for (const auto& task : tasks) {
+    std::ifstream stat{task.path() / "stat"};
+    std::string line;
+    std::getline(stat, line);
+    auto name_end = line.rfind(')'); // the state follows the command's name
+    if (name_end == std::string::npos || name_end + 2 >= line.size())
+      return false;
+    char state = line[name_end + 2];
+    if (state != 'T' && state != 't')
+      return false;
+    any = true;
+  }
+  return any;
+}
+
+} // namespace
+
+bool node_process::freeze() {
+  if (pid_ <= 0)
+    return false;
+  ::kill(pid_, SIGSTOP);
+  auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!all_threads_stopped(pid_)) {
+    if (std::chrono::steady_clock::now() > deadline)
+      return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+void node_process::thaw() {
+  kill(SIGCONT);
+}
+
 int node_process::stop() {
   if (pid_ <= 0)
     return -1;

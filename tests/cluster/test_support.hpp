@@ -46,6 +46,14 @@ public:
   /// Sends `sig`; SIGKILL also reaps the process.
   void kill(int sig);
 
+  /// SIGSTOP, then waits (at most 5 s) until every thread of the process
+  /// has stopped: a stop begins only when the thread the kernel picked
+  /// runs, and until then, on busy cores, another thread may still answer
+  /// a message. False if some thread did not stop in time. thaw() sends
+  /// SIGCONT.
+  bool freeze();
+  void thaw();
+
   /// Sends SIGTERM and waits for a clean exit; returns the exit status.
   int stop();
 

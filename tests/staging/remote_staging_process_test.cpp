@@ -5,8 +5,8 @@
 // verified by checksum on both sides; the CROSS's negotiation, its failed
 // GETs and the series; the
 // source's refusals at Pin (opted out, host memory, permission, range,
-// stale epoch, full slots); frames out of scope; a requester process
-// killed mid-session; failures and the
+// stale epoch, full slots); frames out of scope; a lost final receipt (the
+// source frozen); a requester process killed mid-session; failures and the
 // deadline leave nothing leaked (the stats and the fake's live objects
 // return to where they were).
 #include <csignal>
@@ -1002,6 +1002,63 @@ TEST_F(RemoteStaging, ARequesterProcessThatDiesMidSessionLeavesTheSourceAtRest) 
   out = remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB);
   ASSERT_FALSE(out.error) << describe(out.error);
   EXPECT_EQ(checksum_at(dst, 512 * KiB), sum);
+}
+
+TEST_F(RemoteStaging, ALostFinalReceiptFailsTheSessionAndTheLateUnpinStillEndsTheSource) {
+  start(1);
+  caf::scoped_actor self{local->system()};
+  auto source = peer_source();
+  for (auto direction : {stage_direction::read, stage_direction::write}) {
+    bool write = direction == stage_direction::write;
+    SCOPED_TRACE(write ? "write" : "read");
+    auto [range, before] = expose(256 * KiB, write ? 97 : 96);
+    // A front of its own whose session freezes the source as its end
+    // begins: every byte has crossed and every receipt but the last came;
+    // the Unpin goes out and its receipt never comes within the bound.
+    remote_stager_params rp;
+    rp.stager = local->stager();
+    rp.stats = std::make_shared<remote_staging_stats>();
+    rp.shards = 1;
+    rp.exposures = local->device_exposures();
+    rp.request_timeout = 1s;
+    // (frozen: every thread of the source stopped before the Unpin goes.)
+    auto frozen = std::make_shared<std::atomic<int>>(0); // 1 frozen, -1 not in time
+    rp.step_hook = [this, frozen](std::string_view at) {
+      if (at == "finishing" && frozen->load() == 0)
+        frozen->store(peer->freeze() ? 1 : -1);
+    };
+    auto front = spawn_remote_stagers(local->system(), rp);
+    auto local_bytes = write ? pattern_here(256 * KiB, 98) : device_here(256 * KiB, 0);
+    auto req = read_request(range, local_bytes, 256 * KiB, source, 30s);
+    req.direction = direction;
+    remote_stage_outcome out;
+    self->request(front, 40s, remote_stage_atom::value, req)
+      .receive([&](remote_stage_outcome& o) { out = std::move(o); },
+               [&](caf::error& e) { out.error = e; });
+    peer->thaw();
+    ASSERT_EQ(frozen->load(), 1) << "the source did not stop";
+    // No receipt, no completion: nothing counts as moved, and a WRITE that
+    // may have run is reported so (it did run: its Delegates were answered).
+    EXPECT_TRUE(is(out.error, errc::timeout)) << describe(out.error);
+    EXPECT_EQ(out.completed, 0u);
+    EXPECT_EQ(out.effect, write ? remote_effect::unknown : remote_effect::none);
+    EXPECT_EQ(rp.stats->failed.load(), 1u);
+    EXPECT_EQ(rp.stats->effect_unknown.load(), write ? 1u : 0u);
+    EXPECT_EQ((write ? rp.stats->bytes_written : rp.stats->bytes_read).load(), 0u);
+    // This side gave its chunks and its loan back; the source, thawed,
+    // takes the late Unpin as an Unpin (not an abandoned session).
+    expect_local_at_rest();
+    EXPECT_EQ(local->device_exposures()->loans(), 0u);
+    expect_peer_at_rest();
+    auto s = peer_stat();
+    EXPECT_EQ(s["source"].value("unpinned", 0), write ? 2 : 1) << s.dump();
+    EXPECT_EQ(s["source"].value("abandoned", -1), 0) << s.dump();
+    if (write)
+      EXPECT_EQ(peer_checksum(range), checksum_at(local_bytes, 256 * KiB));
+    else
+      EXPECT_EQ(checksum_at(local_bytes, 256 * KiB), before);
+    self->send_exit(front, caf::exit_reason::user_shutdown);
+  }
 }
 
 } // namespace
