@@ -467,13 +467,13 @@ TEST(ClusterFaults, AnOwnerResumedAfterItsConsumerGaveUpHoldsNothing) {
                                 to_string(s.handle), "-o", "/dev/null",
                                 "--request-timeout-ms", "1000"});
   ASSERT_TRUE(s.mid_pull());
-  s.owner.kill(SIGSTOP);
+  ASSERT_TRUE(s.owner.freeze());
   // The consumer gives up (its pulls time out) and exits while the owner
   // cannot hear it.
   int status = 0;
   for (int i = 0; i < 1000 && waitpid(pid, &status, WNOHANG) == 0; ++i)
     std::this_thread::sleep_for(10ms);
-  s.owner.kill(SIGCONT);
+  s.owner.thaw();
   ASSERT_TRUE(WIFEXITED(status));
   EXPECT_NE(WEXITSTATUS(status), 0);
   EXPECT_TRUE(s.owner_idle(lease_cleanup_bound));

@@ -190,17 +190,21 @@ bool all_threads_stopped(pid_t pid) {
 
 } // namespace
 
-bool node_process::freeze() {
-  if (pid_ <= 0)
+bool freeze_process(pid_t pid) {
+  if (pid <= 0)
     return false;
-  ::kill(pid_, SIGSTOP);
+  ::kill(pid, SIGSTOP);
   auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!all_threads_stopped(pid_)) {
+  while (!all_threads_stopped(pid)) {
     if (std::chrono::steady_clock::now() > deadline)
       return false;
     std::this_thread::sleep_for(1ms);
   }
   return true;
+}
+
+bool node_process::freeze() {
+  return freeze_process(pid_);
 }
 
 void node_process::thaw() {

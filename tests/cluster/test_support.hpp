@@ -46,11 +46,7 @@ public:
   /// Sends `sig`; SIGKILL also reaps the process.
   void kill(int sig);
 
-  /// SIGSTOP, then waits (at most 5 s) until every thread of the process
-  /// has stopped: a stop begins only when the thread the kernel picked
-  /// runs, and until then, on busy cores, another thread may still answer
-  /// a message. False if some thread did not stop in time. thaw() sends
-  /// SIGCONT.
+  /// freeze_process() on this node; thaw() sends SIGCONT.
   bool freeze();
   void thaw();
 
@@ -67,6 +63,12 @@ private:
   uint16_t metrics_port_ = 0;
   uint64_t worker_id_ = 0;
 };
+
+/// SIGSTOP, then waits (at most 5 s) until every thread of `pid` has
+/// stopped: a stop begins only when the thread the kernel picked runs, and
+/// until then, on busy cores, another thread may still answer a message.
+/// False if some thread did not stop in time.
+bool freeze_process(pid_t pid);
 
 struct command_result {
   int exit_code = -1;

@@ -301,7 +301,7 @@ TEST_F(Messenger, ASenderThatStopsAnsweringCostsTheReceiverItsFetchOnlyUntilTheB
                                    "--test-stall-pulls-from", "1", file});
   ASSERT_TRUE(eventually(
     [&] { return peer_metric("ferry_messenger_fetches_in_flight") == 1; }, 30s));
-  ::kill(sender, SIGSTOP);
+  EXPECT_TRUE(test::freeze_process(sender));
   EXPECT_TRUE(eventually(
     [&] { return peer_metric("ferry_messenger_fetches_total{result=\"timeout\"}") == 1; }));
   EXPECT_TRUE(
@@ -317,20 +317,20 @@ TEST_F(Messenger, ASenderThatStopsAnsweringCostsTheReceiverItsFetchOnlyUntilTheB
 
 TEST_F(Messenger, AStagedPayloadNobodyFetchesIsFreedOnTheSenderByItsTimeToLive) {
   start();
-  peer->kill(SIGSTOP); // the receiver never takes the message
+  ASSERT_TRUE(peer->freeze()); // the receiver never takes the message
   auto reply = m->call(peer_id, checksum_handler, test::payload(2 * MiB, 2), {}, 1000ms);
   EXPECT_FALSE(reply);
   // The call's deadline was the staged copy's TTL.
   EXPECT_TRUE(eventually([&] { return local_metric("ferry_rendezvous_slots") == 0; }));
   EXPECT_EQ(local_metric("ferry_rendezvous_slots_expired_total"), 1);
-  peer->kill(SIGCONT);
+  peer->thaw();
 }
 
 TEST_F(Messenger, ACopyStagedForANodeThatGoesAwayIsFreedThenNotAtItsTimeToLive) {
   auto cfg = local_config();
   cfg.transfer_timeout_ms = 600000; // a send's copy lives this long unfetched
   start({}, cfg);
-  peer->kill(SIGSTOP); // the receiver never fetches it
+  ASSERT_TRUE(peer->freeze()); // the receiver never fetches it
   ASSERT_FALSE(m->send(peer_id, "test.sink", test::payload(2 * MiB, 3)));
   EXPECT_TRUE(eventually([&] { return local_metric("ferry_rendezvous_slots") == 1; }));
   peer->kill(SIGKILL);

@@ -683,7 +683,7 @@ TEST_P(Rdma, ConsumerStoppedMidGetIsReapedByTheOwner) {
   EXPECT_EQ(owner_stat()["owner"]["leases"], 1);
   // A hung consumer (its node still connected) stops renewing: the reaper
   // force-releases the lease before the heartbeat timeout drops the node.
-  kill(pid, SIGSTOP);
+  EXPECT_TRUE(test::freeze_process(pid));
   double reaped = 0;
   for (int i = 0; i < 200 && reaped < 1; ++i) {
     std::this_thread::sleep_for(20ms);
