@@ -28,6 +28,8 @@ remote_stage_outcome cancelled_before_pin() {
 caf::behavior shard(caf::event_based_actor* self, std::shared_ptr<remote_stager_params> p) {
   return {
     [self, p](remote_stage_atom, const remote_stage_request& req) -> remote_stage_outcome {
+      if (p->step_hook)
+        p->step_hook("taken"); // (tests: a throw here, outside the session, loses the shard)
       auto& stats = *p->stats;
       if (!req.ticket->start()) {
         stats.cancelled.fetch_add(1);

@@ -87,9 +87,10 @@ struct remote_stager_params {
   uint64_t worker_id = 0; // this node's (a WRITE's source GETs from it)
   // Set by the node's stop: running sessions end at their next step.
   std::shared_ptr<std::atomic<bool>> stopping = std::make_shared<std::atomic<bool>>(false);
-  // Tests only: runs in each session at each named step, "pinned" (right
-  // after its Pin) and "finishing" (as its end begins): a throw there
-  // exercises the session's cleanup after an exception.
+  // Tests only: runs in each session at each named step, "taken" (in the
+  // shard, before the session starts: a throw there loses the shard),
+  // "pinned" (right after its Pin) and "finishing" (as its end begins): a
+  // throw in the session exercises its cleanup after an exception.
   std::function<void(std::string_view step)> step_hook;
 };
 

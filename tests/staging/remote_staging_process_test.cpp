@@ -6,7 +6,8 @@
 // GETs and the series; the
 // source's refusals at Pin (opted out, host memory, permission, range,
 // stale epoch, full slots); frames out of scope; a lost final receipt (the
-// source frozen); a requester process killed mid-session; failures and the
+// source frozen); a requester process killed mid-session; a requester shard
+// lost and replaced; failures and the
 // deadline leave nothing leaked (the stats and the fake's live objects
 // return to where they were).
 #include <csignal>
@@ -1002,6 +1003,61 @@ TEST_F(RemoteStaging, ARequesterProcessThatDiesMidSessionLeavesTheSourceAtRest) 
   out = remote_staging{*local}.read(range, 0, 0, dst, 512 * KiB);
   ASSERT_FALSE(out.error) << describe(out.error);
   EXPECT_EQ(checksum_at(dst, 512 * KiB), sum);
+}
+
+TEST_F(RemoteStaging, AShardLostToAnExceptionIsReplacedAndTheLineGoesOn) {
+  start(1);
+  auto [range, sum] = expose(256 * KiB, 93);
+  caf::scoped_actor self{local->system()};
+  auto source = peer_source();
+  // A front of its own with one shard, which an exception outside any
+  // session takes down as it takes its first request.
+  remote_stager_params rp;
+  rp.stager = local->stager();
+  rp.stats = std::make_shared<remote_staging_stats>();
+  rp.shards = 1;
+  rp.exposures = local->device_exposures();
+  auto throws = std::make_shared<std::atomic<int>>(1);
+  rp.step_hook = [throws](std::string_view at) {
+    if (at == "taken" && throws->fetch_sub(1) > 0)
+      throw std::runtime_error("injected in the shard");
+  };
+  auto front = spawn_remote_stagers(local->system(), rp);
+  // Two requests at once: the second waits in the line for the one shard.
+  auto first_dst = device_here(256 * KiB, 0);
+  auto second_dst = device_here(256 * KiB, 0);
+  auto first = self->request(front, 20s, remote_stage_atom::value,
+                             read_request(range, first_dst, 256 * KiB, source, 15s));
+  auto second = self->request(front, 20s, remote_stage_atom::value,
+                              read_request(range, second_dst, 256 * KiB, source, 15s));
+  remote_stage_outcome lost;
+  first.receive([&](remote_stage_outcome& o) { lost = std::move(o); },
+                [&](caf::error& e) { ADD_FAILURE() << "the front did not answer: " << describe(e); });
+  remote_stage_outcome served;
+  second.receive([&](remote_stage_outcome& o) { served = std::move(o); },
+                 [&](caf::error& e) { served.error = e; });
+  // The lost shard's caller gets an error and nothing moved; the
+  // replacement serves the one waiting.
+  EXPECT_TRUE(lost.error);
+  EXPECT_EQ(lost.completed, 0u);
+  EXPECT_EQ(lost.effect, remote_effect::none);
+  ASSERT_FALSE(served.error) << describe(served.error);
+  EXPECT_EQ(checksum_at(second_dst, 256 * KiB), sum);
+  EXPECT_EQ(rp.stats->completed.load(), 1u);
+  EXPECT_EQ(rp.stats->queued.load(), 0u);
+  EXPECT_EQ(rp.stats->active.load(), 0u);
+  // The front is still up with one shard, which serves the next.
+  auto third = remote_stage_outcome{};
+  self->request(front, 20s, remote_stage_atom::value,
+                read_request(range, first_dst, 256 * KiB, source, 15s))
+    .receive([&](remote_stage_outcome& o) { third = std::move(o); },
+             [&](caf::error& e) { third.error = e; });
+  ASSERT_FALSE(third.error) << describe(third.error);
+  EXPECT_EQ(checksum_at(first_dst, 256 * KiB), sum);
+  expect_peer_at_rest();
+  expect_local_at_rest();
+  EXPECT_EQ(local->device_exposures()->loans(), 0u);
+  self->send_exit(front, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(RemoteStaging, ALostFinalReceiptFailsTheSessionAndTheLateUnpinStillEndsTheSource) {
