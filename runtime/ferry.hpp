@@ -7,6 +7,8 @@
 //   ferry::blocking_client handles from plain code: stage, get, release
 //   ferry::messenger_client named handlers from plain code: bind, call, stream
 //   ferry::gpu_payloads    device memory as a payload (staging/)
+//   ferry::remote_staging  a peer's device range read or written (docs/remote-staging.md)
+//   ferry::transfer_batch  one ordered submission mixing both and host gets
 //   ferry::run_node        a node binary serving the program's worker types
 //   node_context, worker_registry   what a worker actor is given
 //   atoms, errc            the messages and error codes of the actor API
@@ -27,5 +29,7 @@
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "runtime/node_config.hpp"
+#include "runtime/remote_staging.hpp"
 #include "runtime/run_node.hpp"
+#include "runtime/transfer_batch.hpp"
 #include "runtime/version.hpp"

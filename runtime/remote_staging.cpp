@@ -25,6 +25,15 @@ remote_stage_request request_of(const remote_device_range& r, uint64_t offset,
 
 } // namespace
 
+caf::error remote_span_error(const remote_device_range& r, uint64_t offset, uint64_t length) {
+  if (length == 0 || offset > r.bytes || length > r.bytes - offset)
+    return make_error(errc::invalid_argument, "bytes [" + std::to_string(offset) + ", +"
+                                                + std::to_string(length)
+                                                + ") are not inside the "
+                                                + std::to_string(r.bytes) + "-byte range");
+  return {};
+}
+
 caf::expected<remote_device_range> remote_staging::expose(int device, staging::device_ptr ptr,
                                                           uint64_t bytes,
                                                           staging::device_access access) {
@@ -65,12 +74,8 @@ remote_stage_outcome remote_staging::run(remote_stage_request req) {
   if (!shards)
     return remote_stage_outcome::failed(
       make_error(errc::staging_unavailable, "this node has no staging layer"));
-  if (req.length == 0 || req.offset > req.range.bytes
-      || req.length > req.range.bytes - req.offset)
-    return remote_stage_outcome::failed(make_error(
-      errc::invalid_argument, "bytes [" + std::to_string(req.offset) + ", +"
-                                + std::to_string(req.length) + ") are not inside the "
-                                + std::to_string(req.range.bytes) + "-byte range"));
+  if (auto err = remote_span_error(req.range, req.offset, req.length))
+    return remote_stage_outcome::failed(std::move(err));
   const auto& cfg = node_->config();
   auto limit = cfg.transfer_timeout();
   req.deadline = std::chrono::steady_clock::now() + limit;

@@ -25,6 +25,9 @@ namespace ferry {
 
 class node;
 
+/// Why [offset, offset + length) is not a non-empty span inside `r`, or none.
+caf::error remote_span_error(const remote_device_range& r, uint64_t offset, uint64_t length);
+
 class remote_staging {
 public:
   explicit remote_staging(node& n) : node_(&n) {}

@@ -10,6 +10,7 @@
 // lost and replaced; failures and the
 // deadline leave nothing leaked (the stats and the fake's live objects
 // return to where they were).
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <functional>
@@ -25,9 +26,11 @@
 #include "protocol/atoms.hpp"
 #include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
+#include "runtime/blocking_client.hpp"
 #include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "runtime/remote_staging.hpp"
+#include "runtime/transfer_batch.hpp"
 #include "staging/fake_cuda.hpp"
 #include "staging/local_stager.hpp"
 #include "tests/cluster/test_support.hpp"
@@ -157,8 +160,9 @@ struct RemoteStaging : ::testing::Test {
     return hex_checksum(reinterpret_cast<const void*>(d), n);
   }
 
-  /// The peer is back at rest: no session, no loan, no chunk lent.
-  void expect_peer_at_rest() {
+  /// The peer is back at rest: no session, no loan, no chunk lent, and
+  /// no registered region but `regions` (its staged payloads').
+  void expect_peer_at_rest(double regions = 0) {
     json s;
     EXPECT_TRUE(test::eventually([&] {
       s = peer_stat();
@@ -170,16 +174,25 @@ struct RemoteStaging : ::testing::Test {
     EXPECT_TRUE(test::eventually([&] {
       return test::series_value(test::scrape_metrics(peer->metrics_port()),
                                 "ferry_rdma_live_regions")
-             == 0;
+             == regions;
     }));
   }
-  void expect_local_at_rest() {
+  double peer_regions() {
+    return test::series_value(test::scrape_metrics(peer->metrics_port()),
+                              "ferry_rdma_live_regions");
+  }
+  /// This node is back at rest, with no registered region but `regions`
+  /// (a get's warm destination).
+  void expect_local_at_rest(double regions = 0) {
+    // (A staging worker's chunk goes back just after its copy's answer.)
+    EXPECT_TRUE(test::eventually([&] { return local->stager()->stats().active == 0; }));
     auto st = local->stager()->stats();
     EXPECT_EQ(st.active, 0u);
     EXPECT_EQ(st.retained, 0u);
     EXPECT_EQ(local->remote_staging()->active.load(), 0);
     EXPECT_EQ(local->remote_staging()->queued.load(), 0);
-    EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_rdma_live_regions"), 0);
+    EXPECT_EQ(test::registry_value(local->metrics_registry(), "ferry_rdma_live_regions"),
+              regions);
   }
 
   /// Which way the chunks crossed: every session over UCX (every byte
@@ -1115,6 +1128,169 @@ TEST_F(RemoteStaging, ALostFinalReceiptFailsTheSessionAndTheLateUnpinStillEndsTh
       EXPECT_EQ(checksum_at(local_bytes, 256 * KiB), before);
     self->send_exit(front, caf::exit_reason::user_shutdown);
   }
+}
+
+// -- one ordered batch mixing remote staging, device and host gets ------
+
+/// A payload the peer owns (staged from its device): (handle, checksum).
+std::pair<data_handle, std::string> peer_payload(RemoteStaging& f, uint64_t bytes,
+                                                 uint64_t seed) {
+  auto r = f.ask_peer("test.gpu_payload", {{"bytes", std::to_string(bytes)},
+                                           {"seed", std::to_string(seed)}});
+  if (!r)
+    throw std::runtime_error(describe(r.error()));
+  return {*parse_data_handle(r->hdrs["handle"]), r->hdrs["checksum"]};
+}
+
+TEST_F(RemoteStaging, AnOrderedBatchMixesRemoteStagingDeviceAndHostGetsInOrder) {
+  start(2);
+  auto [from, from_sum] = expose(384 * KiB, 61);
+  auto [to, to_before] = expose(384 * KiB, 62);
+  auto [h, payload_sum] = peer_payload(*this, 300 * KiB, 63);
+  auto regions = peer_regions(); // the payload's
+  // One get alone first: this node keeps its warm destination registered.
+  blocking_client client{*local};
+  std::vector<char> warm(300 * KiB);
+  auto alone = client.get_into(h, warm.data(), warm.size());
+  ASSERT_TRUE(alone) << describe(alone.error());
+  ASSERT_TRUE(client.detach(h, alone->second) == caf::none);
+  auto local_regions = test::registry_value(local->metrics_registry(), "ferry_rdma_live_regions");
+  auto staged = device_here(384 * KiB, 0);
+  auto device_copy = device_here(300 * KiB, 0);
+  std::vector<char> host(300 * KiB, 0);
+  // The WRITE sends what the READ before it brought: in order, or the
+  // peer's second range would not hold the first one's bytes.
+  transfer_batch batch{*local};
+  batch.read(from, 0, 0, staged, 384 * KiB)
+    .get_into_device(h, 0, device_copy, 300 * KiB)
+    .write(to, 0, 0, staged, 384 * KiB)
+    .get_into(h, host.data(), host.size());
+  auto out = batch.run();
+  ASSERT_FALSE(out.error) << describe(out.error);
+  EXPECT_EQ(out.failed_at, batch_outcome::npos);
+  ASSERT_EQ(out.items.size(), 4u);
+  for (auto& item : out.items)
+    EXPECT_EQ(item.state, batch_item_state::done) << describe(item.error);
+  EXPECT_EQ(out.items[0].bytes, 384 * KiB);
+  EXPECT_EQ(out.items[1].bytes, 300 * KiB);
+  EXPECT_EQ(out.items[2].bytes, 384 * KiB);
+  EXPECT_EQ(out.items[3].bytes, 300 * KiB);
+  EXPECT_EQ(checksum_at(staged, 384 * KiB), from_sum);
+  EXPECT_EQ(peer_checksum(to), from_sum);
+  EXPECT_NE(from_sum, to_before);
+  EXPECT_EQ(checksum_at(device_copy, 300 * KiB), payload_sum);
+  EXPECT_EQ(hex_checksum(host.data(), host.size()), payload_sum);
+  // Each get's lease is the caller's, as after the same get alone.
+  for (size_t i : {size_t{1}, size_t{3}}) {
+    EXPECT_NE(out.items[i].lease_id, 0u);
+    EXPECT_TRUE(client.detach(h, out.items[i].lease_id) == caf::none);
+  }
+  EXPECT_EQ(local->remote_staging()->completed.load(), 2u);
+  expect_peer_at_rest(regions);
+  expect_local_at_rest(local_regions);
+}
+
+TEST_F(RemoteStaging, ABatchWithOneBadItemRunsNothing) {
+  start(1);
+  auto [range, sum] = expose(256 * KiB, 64);
+  auto dst = device_here(256 * KiB, 0);
+  auto zeros = checksum_at(dst, 256 * KiB);
+  auto pins = peer_stat()["source"].value("pins", -1);
+  std::vector<char> host_memory(64 * KiB);
+  auto [h, payload_sum] = peer_payload(*this, 4 * KiB, 65);
+  struct bad {
+    const char* why;
+    std::function<void(transfer_batch&)> add;
+    errc code;
+  };
+  std::vector<bad> cases{
+    {"a host get without a buffer", [&](transfer_batch& b) { b.get_into(h, nullptr, 4 * KiB); },
+     errc::invalid_argument},
+    {"a device item into host memory",
+     [&](transfer_batch& b) {
+       b.get_into_device(h, 0, reinterpret_cast<staging::device_ptr>(host_memory.data()),
+                         host_memory.size());
+     },
+     errc::invalid_argument},
+    {"a READ past the range's end",
+     [&, r = range](transfer_batch& b) { b.read(r, 128 * KiB, 0, dst, 256 * KiB); },
+     errc::invalid_argument},
+    {"a device get of no handle",
+     [&](transfer_batch& b) { b.get_into_device(data_handle{}, 0, dst, 4 * KiB); },
+     errc::invalid_argument},
+  };
+  for (auto& c : cases) {
+    SCOPED_TRACE(c.why);
+    transfer_batch batch{*local};
+    batch.read(range, 0, 0, dst, 256 * KiB); // good, and first
+    c.add(batch);
+    auto out = batch.run();
+    EXPECT_TRUE(is(out.error, c.code)) << describe(out.error);
+    EXPECT_EQ(out.failed_at, 1u);
+    EXPECT_EQ(out.items[0].state, batch_item_state::not_run);
+    EXPECT_EQ(out.items[1].state, batch_item_state::failed);
+  }
+  // Not one of them ran the good READ before it.
+  EXPECT_EQ(checksum_at(dst, 256 * KiB), zeros);
+  EXPECT_EQ(peer_stat()["source"].value("pins", -2), pins);
+  EXPECT_EQ(local->remote_staging()->completed.load()
+              + local->remote_staging()->failed.load(), 0u);
+}
+
+TEST_F(RemoteStaging, AFailedBatchItemStopsTheItemsAfterIt) {
+  start(1);
+  auto [range, sum] = expose(256 * KiB, 66);
+  auto [h, payload_sum] = peer_payload(*this, 4 * KiB, 67);
+  auto regions = peer_regions(); // the payload's
+  auto dst = device_here(256 * KiB, 0);
+  auto stale = range;
+  stale.epoch ^= 1; // an earlier incarnation's: the source refuses its Pin
+  std::vector<char> host(4 * KiB, 0);
+  transfer_batch batch{*local};
+  batch.read(range, 0, 0, dst, 256 * KiB).read(stale, 0, 0, dst, 256 * KiB)
+    .get_into(h, host.data(), host.size());
+  auto out = batch.run();
+  ASSERT_TRUE(out.error);
+  EXPECT_EQ(out.failed_at, 1u);
+  EXPECT_EQ(out.items[0].state, batch_item_state::done);
+  EXPECT_EQ(checksum_at(dst, 256 * KiB), sum);
+  EXPECT_EQ(out.items[1].state, batch_item_state::failed);
+  EXPECT_EQ(out.items[1].bytes, 0u);
+  EXPECT_EQ(describe(out.error), describe(out.items[1].error));
+  // The host get after it never ran: its buffer is as it was, no lease.
+  EXPECT_EQ(out.items[2].state, batch_item_state::not_run);
+  EXPECT_EQ(out.items[2].lease_id, 0u);
+  EXPECT_EQ(std::count(host.begin(), host.end(), 0), static_cast<long>(host.size()));
+  expect_peer_at_rest(regions);
+  expect_local_at_rest();
+}
+
+// (No processes: the preparation's rule for a node without CUDA.)
+TEST(RemoteStagingBatch, ADeviceItemWithoutCudaFailsThePreparationAHostGetDoesNot) {
+  staging::fake_cuda fake;
+  auto ctx = fake.retain_context(0);
+  ASSERT_TRUE(ctx);
+  fake.push_context(*ctx);
+  auto device = fake.mem_alloc(4 * KiB);
+  ASSERT_TRUE(device);
+  batch_item read;
+  read.kind = batch_item_kind::remote_read;
+  read.range.bytes = 4 * KiB;
+  read.local_device = *device;
+  read.length = 4 * KiB;
+  EXPECT_FALSE(check_batch_item(read, &fake, ""));
+  EXPECT_TRUE(is(check_batch_item(read, nullptr, ""), errc::staging_unavailable));
+  EXPECT_TRUE(is(check_batch_item(read, &fake, "no driver"), errc::staging_unavailable));
+  batch_item host_get;
+  host_get.kind = batch_item_kind::get_into_host;
+  host_get.handle.hi = 1;
+  char buffer[16];
+  host_get.local_host = buffer;
+  host_get.length = sizeof buffer;
+  EXPECT_FALSE(check_batch_item(host_get, nullptr, "no driver"));
+  fake.mem_free(*device);
+  fake.pop_context();
+  fake.release_context(0);
 }
 
 } // namespace
