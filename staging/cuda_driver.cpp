@@ -239,7 +239,7 @@ public:
     if (auto err = check(t_.pointer_attribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, ptr),
                          "cuPointerGetAttribute(RANGE_SIZE)"))
       return err;
-    if (ptr < start || ptr - start + bytes > size)
+    if (ptr < start || ptr - start > size || bytes > size - (ptr - start))
       return memory_kind::unknown; // the range leaves its allocation
     return memory_kind::device;
   }

@@ -91,7 +91,7 @@ bool fake_cuda::registered(const void* p, size_t bytes) const {
   if (i == registrations_.begin())
     return false;
   --i;
-  return a >= i->first && a + bytes <= i->first + i->second;
+  return a >= i->first && a - i->first <= i->second && bytes <= i->second - (a - i->first);
 }
 
 bool fake_cuda::on_device(device_ptr p, size_t bytes) const {
@@ -99,7 +99,7 @@ bool fake_cuda::on_device(device_ptr p, size_t bytes) const {
   if (i == allocations_.begin())
     return false;
   --i;
-  return p >= i->first && p + bytes <= i->first + i->second;
+  return p >= i->first && p - i->first <= i->second && bytes <= i->second - (p - i->first);
 }
 
 caf::error fake_cuda::enqueue(cuda_stream s, pending_copy c, const char* call) {
