@@ -17,6 +17,23 @@ bool is_device_item(batch_item_kind k) {
   return k != batch_item_kind::get_into_host;
 }
 
+bool is_get(batch_item_kind k) {
+  return k == batch_item_kind::get_into_device || k == batch_item_kind::get_into_host;
+}
+
+/// A get's payload, asked of its owner: known, and no larger than the
+/// item's capacity.
+caf::error check_payload_fits(blocking_client& client, const batch_item& item) {
+  auto meta = client.metadata(item.handle);
+  if (!meta)
+    return std::move(meta.error());
+  if (meta->total_len > item.length)
+    return make_error(errc::payload_too_large, "the payload has " + std::to_string(meta->total_len)
+                                                 + " bytes, the item's capacity "
+                                                 + std::to_string(item.length));
+  return {};
+}
+
 /// Runs one prepared item to its end.
 batch_item_outcome run_item(node& n, const batch_item& item) {
   batch_item_outcome out;
@@ -61,7 +78,7 @@ caf::error check_batch_item(const batch_item& item, staging::cuda_api* api,
                             const std::string& cuda_missing) {
   if (item.length == 0)
     return make_error(errc::invalid_argument, "zero bytes");
-  if (item.kind == batch_item_kind::remote_read || item.kind == batch_item_kind::remote_write) {
+  if (!is_get(item.kind)) {
     if (auto err = remote_span_error(item.range, item.offset, item.length))
       return err;
   } else if (item.handle == data_handle{}) {
@@ -134,14 +151,19 @@ batch_outcome transfer_batch::run() {
   const auto& stager = node_->stager();
   staging::cuda_api* api = stager ? &stager->api() : nullptr;
   auto cuda_missing = stager ? stager->unavailable_reason() : std::string{};
-  for (size_t i = 0; i < items_.size(); ++i)
-    if (auto err = check_batch_item(items_[i], api, cuda_missing)) {
+  blocking_client client{*node_};
+  for (size_t i = 0; i < items_.size(); ++i) {
+    auto err = check_batch_item(items_[i], api, cuda_missing);
+    if (!err && is_get(items_[i].kind))
+      err = check_payload_fits(client, items_[i]);
+    if (err) {
       out.failed_at = i;
       out.items[i].state = batch_item_state::failed;
       out.items[i].error = err;
       out.error = err;
       return out;
     }
+  }
   // Then in order: each item once the one before it ended well.
   for (size_t i = 0; i < items_.size(); ++i) {
     out.items[i] = run_item(*node_, items_[i]);
@@ -152,6 +174,20 @@ batch_outcome transfer_batch::run() {
     }
   }
   return out;
+}
+
+caf::error transfer_batch::detach_leases(batch_outcome& out) {
+  blocking_client client{*node_};
+  caf::error first;
+  for (size_t i = 0; i < out.items.size() && i < items_.size(); ++i) {
+    auto& item = out.items[i];
+    if (item.lease_id == 0)
+      continue;
+    auto err = client.detach(items_[i].handle, std::exchange(item.lease_id, 0));
+    if (err && !first)
+      first = std::move(err);
+  }
+  return first;
 }
 
 } // namespace ferry

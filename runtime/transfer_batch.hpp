@@ -8,15 +8,20 @@
 //                     chunked or RDMA path and the pinned pool (ferry has no
 //                     GPUDirect: this is its device get, gpu_payloads.hpp)
 //   get_into          a handle's payload into host memory (blocking_client)
-// run() first prepares the whole submission: every item is checked (its
-// sizes, its range inside the remote range, its local range really device
-// memory, this node's CUDA backend for every device item) and one bad item
-// fails the batch with nothing run. Then the items run in order, each once
-// the one before it ended well; the first failure ends the batch and the
-// items after it are reported not run. Each item is bounded as the same
-// call alone is. A get's lease is the caller's, as after the same get
-// alone (detach or release it); a WRITE that may have run is reported
-// remote_effect::unknown and is never retried.
+// run() first prepares the whole submission: every item is checked (a
+// non-zero length, a remote span inside its range, this node's CUDA backend
+// and a local range that is device memory of its length for every device
+// item, a host buffer; for a get, its payload's size asked of its owner,
+// which must know the handle and fit it in the capacity) and an item that
+// fails these checks fails the batch with nothing run. What only running
+// finds (the source refuses the Pin, a device index, a range another
+// session holds) fails that item in its turn. Then the items run in
+// order, each once the one before it ended well; the first failure ends
+// the batch and the items after it are reported not run. Each item is
+// bounded as the same call alone is, so the batch's bound is their sum. A
+// done get's lease is the caller's, as after the same get alone, also when
+// a later item failed: detach_leases() ends them all. A WRITE that may
+// have run is reported remote_effect::unknown and is never retried.
 // Must never: be used from inside an actor (it blocks its thread).
 #pragma once
 
@@ -60,7 +65,7 @@ enum class batch_item_state : uint8_t { not_run, done, failed };
 
 struct batch_item_outcome {
   batch_item_state state = batch_item_state::not_run;
-  uint64_t bytes = 0;    // done: the bytes moved
+  uint64_t bytes = 0;    // the bytes moved (0 unless done)
   uint64_t lease_id = 0; // a done get's lease (the caller ends it)
   caf::error error;      // failed: why
   remote_effect effect = remote_effect::none; // a failed WRITE's
@@ -94,6 +99,10 @@ public:
 
   /// Prepares the whole submission, then runs it in order (above).
   batch_outcome run();
+
+  /// Detaches every lease `out` (this batch's outcome) still names and
+  /// zeroes its id; the first error, after trying them all.
+  caf::error detach_leases(batch_outcome& out);
 
 private:
   node* node_;

@@ -130,6 +130,7 @@ void hand_to(front_actor* self, caf::actor shard, waiting w) {
         shard_free(self, shard);
       },
       [self, shard, rp = w.rp](caf::error& err) mutable {
+        self->state.p->stats->failed.fetch_add(1);
         auto fresh = replace_shard(self, shard, err);
         rp.deliver(remote_stage_outcome::failed(std::move(err)));
         shard_free(self, std::move(fresh));

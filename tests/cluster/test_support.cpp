@@ -191,13 +191,14 @@ bool all_threads_stopped(pid_t pid) {
 } // namespace
 
 bool freeze_process(pid_t pid) {
-  if (pid <= 0)
+  if (pid <= 0 || ::kill(pid, SIGSTOP) != 0)
     return false;
-  ::kill(pid, SIGSTOP);
   auto deadline = std::chrono::steady_clock::now() + 5s;
   while (!all_threads_stopped(pid)) {
-    if (std::chrono::steady_clock::now() > deadline)
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGCONT); // not left half-stopped
       return false;
+    }
     std::this_thread::sleep_for(1ms);
   }
   return true;

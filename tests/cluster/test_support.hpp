@@ -67,7 +67,8 @@ private:
 /// SIGSTOP, then waits (at most 5 s) until every thread of `pid` has
 /// stopped: a stop begins only when the thread the kernel picked runs, and
 /// until then, on busy cores, another thread may still answer a message.
-/// False if some thread did not stop in time.
+/// False if some thread did not stop in time (the process is then sent
+/// SIGCONT) or the signal could not be sent.
 bool freeze_process(pid_t pid);
 
 struct command_result {

@@ -14,6 +14,7 @@
 #include <csignal>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <string_view>
 #include <thread>
 
@@ -1031,9 +1032,13 @@ TEST_F(RemoteStaging, AShardLostToAnExceptionIsReplacedAndTheLineGoesOn) {
   rp.shards = 1;
   rp.exposures = local->device_exposures();
   auto throws = std::make_shared<std::atomic<int>>(1);
-  rp.step_hook = [throws](std::string_view at) {
-    if (at == "taken" && throws->fetch_sub(1) > 0)
-      throw std::runtime_error("injected in the shard");
+  auto stats = rp.stats;
+  rp.step_hook = [throws, stats](std::string_view at) {
+    if (at != "taken" || throws->fetch_sub(1) <= 0)
+      return;
+    // (Once the second request waits in the line.)
+    test::eventually([&] { return stats->queued.load() == 1; });
+    throw std::runtime_error("injected in the shard");
   };
   auto front = spawn_remote_stagers(local->system(), rp);
   // Two requests at once: the second waits in the line for the one shard.
@@ -1057,6 +1062,7 @@ TEST_F(RemoteStaging, AShardLostToAnExceptionIsReplacedAndTheLineGoesOn) {
   ASSERT_FALSE(served.error) << describe(served.error);
   EXPECT_EQ(checksum_at(second_dst, 256 * KiB), sum);
   EXPECT_EQ(rp.stats->completed.load(), 1u);
+  EXPECT_EQ(rp.stats->failed.load(), 1u);
   EXPECT_EQ(rp.stats->queued.load(), 0u);
   EXPECT_EQ(rp.stats->active.load(), 0u);
   // The front is still up with one shard, which serves the next.
@@ -1218,6 +1224,19 @@ TEST_F(RemoteStaging, ABatchWithOneBadItemRunsNothing) {
     {"a device get of no handle",
      [&](transfer_batch& b) { b.get_into_device(data_handle{}, 0, dst, 4 * KiB); },
      errc::invalid_argument},
+    {"a host get whose payload does not fit",
+     [&](transfer_batch& b) { b.get_into(h, host_memory.data(), 4 * KiB - 1); },
+     errc::payload_too_large},
+    {"a get of a handle its owner does not know",
+     [&](transfer_batch& b) {
+       auto unknown = h;
+       unknown.lo ^= 0xffff;
+       b.get_into(unknown, host_memory.data(), host_memory.size());
+     },
+     errc::unknown_handle},
+    {"a device item past its allocation's end",
+     [&](transfer_batch& b) { b.get_into_device(h, 0, dst + 4 * KiB, 256 * KiB); },
+     errc::invalid_argument},
   };
   for (auto& c : cases) {
     SCOPED_TRACE(c.why);
@@ -1246,21 +1265,32 @@ TEST_F(RemoteStaging, AFailedBatchItemStopsTheItemsAfterIt) {
   auto stale = range;
   stale.epoch ^= 1; // an earlier incarnation's: the source refuses its Pin
   std::vector<char> host(4 * KiB, 0);
+  std::vector<char> first_host(4 * KiB, 0);
   transfer_batch batch{*local};
-  batch.read(range, 0, 0, dst, 256 * KiB).read(stale, 0, 0, dst, 256 * KiB)
+  batch.read(range, 0, 0, dst, 256 * KiB)
+    .get_into(h, first_host.data(), first_host.size())
+    .read(stale, 0, 0, dst, 256 * KiB)
     .get_into(h, host.data(), host.size());
   auto out = batch.run();
-  ASSERT_TRUE(out.error);
-  EXPECT_EQ(out.failed_at, 1u);
+  EXPECT_TRUE(is(out.error, errc::invalid_argument)) << describe(out.error); // the Pin's
+  EXPECT_NE(describe(out.error).find("another incarnation"), std::string::npos)
+    << describe(out.error);
+  EXPECT_EQ(out.failed_at, 2u);
   EXPECT_EQ(out.items[0].state, batch_item_state::done);
   EXPECT_EQ(checksum_at(dst, 256 * KiB), sum);
-  EXPECT_EQ(out.items[1].state, batch_item_state::failed);
-  EXPECT_EQ(out.items[1].bytes, 0u);
-  EXPECT_EQ(describe(out.error), describe(out.items[1].error));
+  EXPECT_EQ(out.items[1].state, batch_item_state::done);
+  EXPECT_EQ(hex_checksum(first_host.data(), first_host.size()), payload_sum);
+  EXPECT_EQ(out.items[2].state, batch_item_state::failed);
+  EXPECT_EQ(out.items[2].bytes, 0u);
+  EXPECT_EQ(describe(out.error), describe(out.items[2].error));
   // The host get after it never ran: its buffer is as it was, no lease.
-  EXPECT_EQ(out.items[2].state, batch_item_state::not_run);
-  EXPECT_EQ(out.items[2].lease_id, 0u);
+  EXPECT_EQ(out.items[3].state, batch_item_state::not_run);
+  EXPECT_EQ(out.items[3].lease_id, 0u);
   EXPECT_EQ(std::count(host.begin(), host.end(), 0), static_cast<long>(host.size()));
+  // The done get's lease is still the caller's; one call ends it.
+  EXPECT_NE(out.items[1].lease_id, 0u);
+  EXPECT_FALSE(batch.detach_leases(out)) << "detached";
+  EXPECT_EQ(out.items[1].lease_id, 0u);
   expect_peer_at_rest(regions);
   expect_local_at_rest();
 }
@@ -1279,6 +1309,11 @@ TEST(RemoteStagingBatch, ADeviceItemWithoutCudaFailsThePreparationAHostGetDoesNo
   read.local_device = *device;
   read.length = 4 * KiB;
   EXPECT_FALSE(check_batch_item(read, &fake, ""));
+  auto huge = read; // a length that wraps past the allocation
+  huge.kind = batch_item_kind::get_into_device;
+  huge.handle.hi = 1;
+  huge.length = std::numeric_limits<uint64_t>::max() - 8;
+  EXPECT_TRUE(is(check_batch_item(huge, &fake, ""), errc::invalid_argument));
   EXPECT_TRUE(is(check_batch_item(read, nullptr, ""), errc::staging_unavailable));
   EXPECT_TRUE(is(check_batch_item(read, &fake, "no driver"), errc::staging_unavailable));
   batch_item host_get;
