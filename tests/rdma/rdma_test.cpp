@@ -24,6 +24,8 @@
 #include "protocol/rdma_descriptor.hpp"
 #include "protocol/rv_messages.hpp"
 #include "runtime/blocking_client.hpp"
+#include "runtime/builtin_handlers.hpp"
+#include "runtime/messenger_client.hpp"
 #include "runtime/node.hpp"
 #include "tests/cluster/test_support.hpp"
 #include "tests/rdma/engine_stat.hpp"
@@ -555,6 +557,39 @@ TEST_P(Rdma, AQuarantinedBlockWhosePeerWentIsLetGoAfterTheGrace) {
   EXPECT_EQ(q.bytes, 0);
   EXPECT_EQ(q.fence, 0);
   EXPECT_EQ(q.forced, 0);
+}
+
+TEST_P(Rdma, AnOwnerToldToStopWhileABlockWaitsOutItsGraceStopsWithoutItsDeadline) {
+  if (GetParam() != "tcp")
+    GTEST_SKIP() << "over shared memory the GET reads one-sidedly and completes";
+  auto cfg = consumer_config();
+  cfg.transfer_timeout_ms = 200; // one GET's bound
+  // The owner never serves a GET, gives up its own after 200 ms, and its
+  // deadline is past node_process::stop's 15 s wait: an owner that waited
+  // it out would be killed.
+  start({"--test-stall-ucx", "--transfer-timeout-ms", "200", "--shutdown-timeout-ms", "30000"},
+        {}, cfg);
+  // The owner's echo of 2 MiB is registered where it lies (an external
+  // region); our GET of it is given up and the chunks deliver it; once we
+  // let it go, the block waits in the owner's quarantine.
+  auto big = test::payload(2 * MiB_, 7);
+  messenger_client m{*local};
+  auto echo = m.call(owner_hello.worker_id, echo_handler, big, {}, 30s);
+  ASSERT_TRUE(echo) << describe(echo.error());
+  EXPECT_EQ(echo->payload, big);
+  ASSERT_TRUE(eventually([&] { return quarantine_of(*owner).bytes == big.size(); }, 10s))
+    << quarantine_of(*owner).bytes;
+  // Our node goes, and the owner's is told to stop at once, within the
+  // block's grace (1 s after its holder's node went): with its lease
+  // reaper gone, the drain must still let the block go, or the region's
+  // sweep waits for it until the deadline.
+  client.reset();
+  local->stop();
+  auto status = owner->stop();
+  auto log = owner->log();
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status << "\n"
+                                                              << log;
+  EXPECT_EQ(log.find("after the drain budget"), std::string::npos) << log;
 }
 
 TEST_P(Rdma, AQuarantinedBlockWithoutAFenceGoesAfterTheLongestHold) {
