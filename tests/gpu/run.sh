@@ -9,7 +9,9 @@
 #     that the real backend compiles and links);
 #  3. runs the cuda tests: the fake's, and the real driver's (none of those
 #     may be skipped on a GPU machine);
-#  4. runs the staged-copy benchmark (staged D2H and H2D through 1, 4, 16
+#  4. runs one remote staging READ and WRITE between two processes on the
+#     real driver (RemoteStagingOnTheDriver, FERRY_TEST_REAL_CUDA=1);
+#  5. runs the staged-copy benchmark (staged D2H and H2D through 1, 4, 16
 #     and 64 MiB chunks against direct pinned copies, 4 MiB to 1 GiB) and
 #     prints its JSON, also written to $OUT/staging-bench.json.
 # Usage: tests/gpu/run.sh   (device: carry .debs; OUT is set there)
@@ -43,7 +45,8 @@ cmake -S "$root" -B "$root/build-gpu" -DCMAKE_BUILD_TYPE=Release -DFERRY_WITH_CU
 grep -q "CUDA=ON" "$out/configure.log" || {
   echo "gpu check: the CUDA toolkit was not found (see configure.log)" >&2; exit 3; }
 cmake --build "$root/build-gpu" -j"$jobs" --target ferry ferry_staging_tests \
-  ferry_gpu_payload_tests ferry_gpu_peer > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 3; }
+  ferry_gpu_payload_tests ferry_gpu_peer ferry_remote_staging_tests \
+  > "$out/build.log" 2>&1 || { tail -40 "$out/build.log"; exit 3; }
 
 staging_tests="$root/build-gpu/tests/staging/ferry_staging_tests"
 if ! "$staging_tests" --gtest_filter='*CudaDriver.TheDefaultLibrary*' 2>&1 | grep -q "a CUDA driver is installed here"; then
@@ -60,6 +63,13 @@ fi
 grep -q "FAILED" "$out/staging-tests.log" && { echo "gpu check: cuda tests failed" >&2; exit 5; }
 (cd "$root/build-gpu" && UCX_NET_DEVICES=lo ctest -L cuda -j4 --output-on-failure) \
   > "$out/ctest-cuda.log" 2>&1 || { tail -40 "$out/ctest-cuda.log"; exit 5; }
+
+echo "gpu check: remote staging, one READ and one WRITE between two processes on the driver"
+FERRY_TEST_REAL_CUDA=1 UCX_NET_DEVICES=lo \
+  "$root/build-gpu/tests/staging/ferry_remote_staging_tests" \
+  --gtest_filter='RemoteStagingOnTheDriver.*' > "$out/remote-staging.log" 2>&1 \
+  || { tail -40 "$out/remote-staging.log"; exit 7; }
+tail -3 "$out/remote-staging.log"
 
 echo "gpu check: the staged-copy benchmark"
 "$root/build-gpu/apps/ferry" bench --scenarios 'cuda_*' --sizes 4M,16M,64M,256M,1G \

@@ -1,6 +1,8 @@
 // ferry_gpu_peer: a node in its own process on the fake CUDA (it takes
-// `ferry node`'s options; run it with --test-fake-cuda) whose handler owns
-// GPU payloads:
+// `ferry node`'s options: --test-fake-cuda) or the real driver, whose
+// handler owns GPU payloads (device memory is filled and read back through
+// direct copies, so both backends serve test.gpu_payload, test.expose,
+// test.checksum and test.remote_read; the fake's own handlers need it):
 //   test.gpu_payload  unary: allocates "device" memory of header "bytes",
 //                     fills it with test::payload(bytes, seed), stages it
 //                     with gpu_payloads::register_device and replies the
@@ -24,6 +26,7 @@
 #include "runtime/node.hpp"
 #include "runtime/remote_staging.hpp"
 #include "staging/device_exposures.hpp"
+#include "staging/direct_copy.hpp"
 #include "staging/fake_cuda.hpp"
 #include "actors/staging/remote_staging_stats.hpp"
 #include "staging/local_stager.hpp"
@@ -35,8 +38,28 @@ using messenger::envelope;
 
 namespace {
 
-/// Device memory of the fake holding `bytes`: the fake's device memory is
-/// real host memory, so the fixture writes it directly.
+/// A host copy of `bytes` of device memory at `p`, through one direct copy
+/// (on the fake or the real driver).
+caf::expected<byte_buffer> host_copy_of(staging::cuda_api& api, staging::device_ptr p,
+                                        size_t bytes) {
+  auto ctx = api.retain_context(0);
+  if (!ctx)
+    return ctx.error();
+  byte_buffer out(bytes);
+  caf::error err;
+  {
+    auto reg = staging::registered_host::make(api, *ctx, out.data(), out.size());
+    err = reg ? staging::direct_copy(api, *ctx, staging::copy_direction::to_host, p, out.data(),
+                                     out.size())
+              : std::move(reg.error());
+  }
+  api.release_context(0);
+  if (err)
+    return err;
+  return out;
+}
+
+/// Device memory holding `bytes`, written through one direct copy.
 caf::expected<staging::device_ptr> device_copy_of(staging::cuda_api& api,
                                                   const byte_buffer& bytes) {
   auto ctx = api.retain_context(0);
@@ -45,9 +68,19 @@ caf::expected<staging::device_ptr> device_copy_of(staging::cuda_api& api,
   api.push_context(*ctx);
   auto d = api.mem_alloc(bytes.empty() ? 1 : bytes.size());
   api.pop_context();
+  caf::error err;
+  if (d && !bytes.empty()) {
+    byte_buffer host = bytes;
+    auto reg = staging::registered_host::make(api, *ctx, host.data(), host.size());
+    err = reg ? staging::direct_copy(api, *ctx, staging::copy_direction::to_device, *d,
+                                     host.data(), host.size())
+              : std::move(reg.error());
+  }
   api.release_context(0);
-  if (d)
-    std::memcpy(reinterpret_cast<void*>(*d), bytes.data(), bytes.size());
+  if (!d)
+    return d.error();
+  if (err)
+    return err;
   return d;
 }
 
@@ -84,8 +117,9 @@ std::string hex_checksum(const void* p, size_t n) {
 ///                      memory of its own; replies the bytes' "checksum"
 caf::error bind_remote_staging_handlers(node& n, messenger_client& m) {
   struct exposed {
-    const char* memory;
+    staging::device_ptr memory;
     size_t bytes;
+    bool on_device;
   };
   auto ranges = std::make_shared<std::map<std::string, exposed>>();
   auto host_memory = std::make_shared<std::vector<std::unique_ptr<byte_buffer>>>();
@@ -115,32 +149,46 @@ caf::error bind_remote_staging_handlers(node& n, messenger_client& m) {
         if (!r)
           return r.error();
         std::lock_guard<std::mutex> g{*mu};
-        (*ranges)[to_string(*r)] = exposed{reinterpret_cast<const char*>(p), bytes};
+        (*ranges)[to_string(*r)] = exposed{p, bytes, e.hdrs["kind"] != "host"};
         envelope out;
         out.hdrs["range"] = to_string(*r);
         out.hdrs["checksum"] = hex_checksum(pattern.data(), pattern.size());
         return out;
       }))
     return err;
-  if (auto err = m.bind("test.checksum", [ranges, mu](envelope& e) -> caf::expected<envelope> {
-        std::lock_guard<std::mutex> g{*mu};
-        auto i = ranges->find(e.hdrs["range"]);
-        if (i == ranges->end())
-          return make_error(errc::invalid_argument, "no such range");
+  if (auto err = m.bind("test.checksum", [&n, ranges, mu](envelope& e)
+                          -> caf::expected<envelope> {
+        exposed x{};
+        {
+          std::lock_guard<std::mutex> g{*mu};
+          auto i = ranges->find(e.hdrs["range"]);
+          if (i == ranges->end())
+            return make_error(errc::invalid_argument, "no such range");
+          x = i->second;
+        }
         envelope out;
-        out.hdrs["checksum"] = hex_checksum(i->second.memory, i->second.bytes);
+        if (!x.on_device) {
+          out.hdrs["checksum"] = hex_checksum(reinterpret_cast<const void*>(x.memory), x.bytes);
+          return out;
+        }
+        auto bytes = host_copy_of(n.stager()->api(), x.memory, x.bytes);
+        if (!bytes)
+          return bytes.error();
+        out.hdrs["checksum"] = hex_checksum(bytes->data(), bytes->size());
         return out;
       }))
     return err;
-  if (auto err = m.bind("test.staging_stat", [&n, fake](envelope&) -> caf::expected<envelope> {
+  if (auto err = m.bind("test.staging_stat", [&n](envelope&) -> caf::expected<envelope> {
         nlohmann::json j = nlohmann::json::parse(n.remote_staging()->json());
         j["loans"] = n.device_exposures()->loans();
         auto s = n.stager()->stats();
         j["chunks"] = {{"active", s.active}, {"idle", s.idle}, {"retained", s.retained},
                        {"allocations", s.allocations}};
-        auto live = fake().live();
-        j["live"] = {{"allocations", live.allocations}, {"streams", live.streams},
-                     {"events", live.events}, {"registrations", live.registrations}};
+        if (auto* f = dynamic_cast<staging::fake_cuda*>(&n.stager()->api())) {
+          auto live = f->live();
+          j["live"] = {{"allocations", live.allocations}, {"streams", live.streams},
+                       {"events", live.events}, {"registrations", live.registrations}};
+        }
         envelope out;
         out.hdrs["stat"] = j.dump();
         return out;
@@ -171,11 +219,12 @@ caf::error bind_remote_staging_handlers(node& n, messenger_client& m) {
     if (!dst)
       return dst.error();
     auto out = remote_staging{n}.read(*range, 0, 0, *dst, bytes);
-    envelope reply;
-    reply.hdrs["checksum"] = hex_checksum(reinterpret_cast<const void*>(*dst), bytes);
+    auto got = out.error ? caf::expected<byte_buffer>{out.error} : host_copy_of(api, *dst, bytes);
     free_device(api, *dst);
-    if (out.error)
-      return out.error;
+    if (!got)
+      return got.error();
+    envelope reply;
+    reply.hdrs["checksum"] = hex_checksum(got->data(), got->size());
     return reply;
   });
 }
