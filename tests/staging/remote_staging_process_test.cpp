@@ -93,6 +93,17 @@ struct RemoteStaging : ::testing::Test {
     return m.call(peer_id, handler, {}, std::move(hdrs), 30s);
   }
 
+  /// The parameters of a requester front of a test's own: one shard on
+  /// this node's stager and loans, stats of its own.
+  remote_stager_params one_shard() {
+    remote_stager_params rp;
+    rp.stager = local->stager();
+    rp.stats = std::make_shared<remote_staging_stats>();
+    rp.shards = 1;
+    rp.exposures = local->device_exposures();
+    return rp;
+  }
+
   /// The peer's staging source (its front), as the gateway names it.
   caf::actor peer_source() {
     caf::scoped_actor self{local->system()};
@@ -921,11 +932,7 @@ TEST_F(RemoteStaging, AnExceptionInASessionFailsItCleansUpAndTheNextSessionRuns)
   for (std::string step : {"pinned", "finishing"}) {
     SCOPED_TRACE(step);
     // A front of its own, one shard, whose first session throws at the step.
-    remote_stager_params rp;
-    rp.stager = local->stager();
-    rp.stats = std::make_shared<remote_staging_stats>();
-    rp.shards = 1;
-    rp.exposures = local->device_exposures();
+    auto rp = one_shard();
     auto throws = std::make_shared<std::atomic<int>>(1);
     rp.step_hook = [throws, step](std::string_view at) {
       if (at == step && throws->fetch_sub(1) > 0)
@@ -1026,11 +1033,7 @@ TEST_F(RemoteStaging, AShardLostToAnExceptionIsReplacedAndTheLineGoesOn) {
   auto source = peer_source();
   // A front of its own with one shard, which an exception outside any
   // session takes down as it takes its first request.
-  remote_stager_params rp;
-  rp.stager = local->stager();
-  rp.stats = std::make_shared<remote_staging_stats>();
-  rp.shards = 1;
-  rp.exposures = local->device_exposures();
+  auto rp = one_shard();
   auto throws = std::make_shared<std::atomic<int>>(1);
   auto stats = rp.stats;
   rp.step_hook = [throws, stats](std::string_view at) {
@@ -1090,11 +1093,7 @@ TEST_F(RemoteStaging, ALostFinalReceiptFailsTheSessionAndTheLateUnpinStillEndsTh
     // A front of its own whose session freezes the source as its end
     // begins: every byte has crossed and every receipt but the last came;
     // the Unpin goes out and its receipt never comes within the bound.
-    remote_stager_params rp;
-    rp.stager = local->stager();
-    rp.stats = std::make_shared<remote_staging_stats>();
-    rp.shards = 1;
-    rp.exposures = local->device_exposures();
+    auto rp = one_shard();
     rp.request_timeout = 1s;
     // (frozen: every thread of the source stopped before the Unpin goes.)
     auto frozen = std::make_shared<std::atomic<int>>(0); // 1 frozen, -1 not in time
