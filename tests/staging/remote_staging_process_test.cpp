@@ -1202,7 +1202,7 @@ TEST_F(RemoteStaging, ABatchWithOneBadItemRunsNothing) {
   auto zeros = checksum_at(dst, 256 * KiB);
   auto pins = peer_stat()["source"].value("pins", -1);
   std::vector<char> host_memory(64 * KiB);
-  auto [h, payload_sum] = peer_payload(*this, 4 * KiB, 65);
+  auto h = peer_payload(*this, 4 * KiB, 65).first; // (a plain name: lambdas capture it)
   struct bad {
     const char* why;
     std::function<void(transfer_batch&)> add;
