@@ -33,12 +33,6 @@ struct call_command {
   std::string file;
 };
 
-std::string hex64(uint64_t x) {
-  char text[19];
-  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(x));
-  return text;
-}
-
 void run_call(const call_command& cmd) {
   init_logging(cmd.cfg.log_level, "call", cmd.cfg.log_format);
   auto payload = read_file("call", cmd.file);
@@ -64,9 +58,9 @@ void run_call(const call_command& cmd) {
     nlohmann::json j{{"node", cmd.node_endpoint},
                      {"handler", cmd.handler},
                      {"sent_bytes", sent},
-                     {"sent_checksum", hex64(sent_sum)},
+                     {"sent_checksum", checksum_text(sent_sum)},
                      {"reply_bytes", reply->payload.size()},
-                     {"reply_checksum", hex64(reply_sum)},
+                     {"reply_checksum", checksum_text(reply_sum)},
                      {"headers", reply->hdrs},
                      {"seconds", secs}};
     std::printf("%s\n", j.dump(2).c_str());
@@ -75,7 +69,7 @@ void run_call(const call_command& cmd) {
   std::printf("%s on %s: sent %zu bytes (checksum %s), reply %zu bytes (checksum %s) "
               "in %.3f s\n",
               cmd.handler.c_str(), cmd.node_endpoint.c_str(), sent,
-              hex64(sent_sum).c_str(), reply->payload.size(), hex64(reply_sum).c_str(),
+              checksum_text(sent_sum).c_str(), reply->payload.size(), checksum_text(reply_sum).c_str(),
               secs);
   for (auto& [k, v] : reply->hdrs)
     std::printf("  %s: %s\n", k.c_str(), v.c_str());

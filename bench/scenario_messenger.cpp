@@ -18,6 +18,7 @@
 #include "bench/payload.hpp"
 #include "bench/scenarios.hpp"
 #include "bench/transport_env.hpp"
+#include "protocol/checksum.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/messenger_wire.hpp"
 #include "protocol/staging_headers.hpp"
@@ -86,9 +87,7 @@ public:
     auto secs = std::chrono::duration<double>(clock_type::now() - t0).count();
     if (!reply)
       return run_outcome::failed(describe(reply.error()));
-    char hex[19];
-    std::snprintf(hex, sizeof hex, "0x%016llx",
-                  static_cast<unsigned long long>(expected_checksum(bytes)));
+    auto hex = checksum_text(expected_checksum(bytes));
     if (reply->hdrs["checksum"] != hex || reply->hdrs["bytes"] != std::to_string(bytes))
       return run_outcome::failed("the handler saw other bytes: " + reply->hdrs["bytes"]
                                  + " bytes, checksum " + reply->hdrs["checksum"]);

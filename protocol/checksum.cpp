@@ -3,6 +3,8 @@
 // was a third of a 64 MiB handler call).
 #include "protocol/checksum.hpp"
 
+#include <cstdio>
+
 #define XXH_INLINE_ALL
 #include <xxhash.h>
 
@@ -10,6 +12,12 @@ namespace ferry {
 
 uint64_t checksum64(const void* data, size_t size) {
   return XXH3_64bits(data, size);
+}
+
+std::string checksum_text(uint64_t sum) {
+  char text[19];
+  std::snprintf(text, sizeof text, "0x%016llx", static_cast<unsigned long long>(sum));
+  return text;
 }
 
 } // namespace ferry

@@ -1,6 +1,5 @@
 #include "runtime/builtin_handlers.hpp"
 
-#include <cstdio>
 
 #include <caf/scoped_actor.hpp>
 #include <nlohmann/json.hpp>
@@ -21,9 +20,7 @@ caf::expected<envelope> echo(envelope& in) {
 }
 
 caf::expected<envelope> checksum(envelope& in) {
-  auto sum = checksum64(in.payload.data(), in.payload.size());
-  char hex[19];
-  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum));
+  auto hex = checksum_text(checksum64(in.payload.data(), in.payload.size()));
   envelope out;
   out.hdrs["bytes"] = std::to_string(in.payload.size());
   out.hdrs["checksum"] = hex;

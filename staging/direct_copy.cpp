@@ -29,6 +29,15 @@ caf::error direct_copy(cuda_api& api, cuda_context ctx, copy_direction direction
   });
 }
 
+caf::error direct_copy_plain_host(cuda_api& api, cuda_context ctx, copy_direction direction,
+                                  device_ptr device, char* host, size_t bytes,
+                                  std::chrono::milliseconds bound) {
+  auto reg = registered_host::make(api, ctx, host, bytes);
+  if (!reg)
+    return std::move(reg.error());
+  return direct_copy(api, ctx, direction, device, host, bytes, bound);
+}
+
 caf::expected<device_buffer> device_buffer::allocate(cuda_api& api, cuda_context ctx,
                                                      size_t bytes) {
   device_buffer b;

@@ -23,6 +23,12 @@ caf::error direct_copy(cuda_api& api, cuda_context ctx, copy_direction direction
                        device_ptr device, char* host, size_t bytes,
                        std::chrono::milliseconds bound = std::chrono::seconds{30});
 
+/// direct_copy of plain host memory: `host` is registered with `ctx` for
+/// the copy and unregistered after it (a fixture's or a check's buffer).
+caf::error direct_copy_plain_host(cuda_api& api, cuda_context ctx, copy_direction direction,
+                                  device_ptr device, char* host, size_t bytes,
+                                  std::chrono::milliseconds bound = std::chrono::seconds{30});
+
 /// Device memory of `ctx`, freed with it.
 class device_buffer {
 public:

@@ -105,9 +105,7 @@ uint64_t sum(const byte_buffer& b) {
 
 /// The checksum as ferry.checksum writes it in its reply's headers.
 std::string hex_checksum(const byte_buffer& b) {
-  char hex[19];
-  std::snprintf(hex, sizeof hex, "0x%016llx", static_cast<unsigned long long>(sum(b)));
-  return hex;
+  return checksum_text(sum(b));
 }
 
 } // namespace

@@ -53,18 +53,15 @@ struct CudaBackend : ::testing::TestWithParam<const char*> {
     EXPECT_TRUE(d) << ferry::describe(d.error());
     auto copy = bytes;
     copy.resize(n, guard);
-    auto reg = registered_host::make(*api, ctx, copy.data(), copy.size());
-    EXPECT_TRUE(reg);
-    EXPECT_FALSE(direct_copy(*api, ctx, copy_direction::to_device, d->get(), copy.data(), n));
+    EXPECT_FALSE(
+      direct_copy_plain_host(*api, ctx, copy_direction::to_device, d->get(), copy.data(), n));
     return std::move(*d);
   }
 
   std::vector<char> device_bytes(const device_buffer& d) {
     std::vector<char> out(d.size());
-    auto reg = registered_host::make(*api, ctx, out.data(), out.size());
-    EXPECT_TRUE(reg);
-    EXPECT_FALSE(direct_copy(*api, ctx, copy_direction::to_host, d.get(), out.data(),
-                             out.size()));
+    EXPECT_FALSE(direct_copy_plain_host(*api, ctx, copy_direction::to_host, d.get(), out.data(),
+                                        out.size()));
     return out;
   }
 

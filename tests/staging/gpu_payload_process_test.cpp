@@ -97,10 +97,7 @@ struct CudaGpuPayload : ::testing::Test {
     auto got = gpu_payloads{*local}.get_into_device(h, 0, dev, n);
     ASSERT_TRUE(got) << describe(got.error());
     EXPECT_EQ(got->first, n);
-    char hex[19];
-    std::snprintf(hex, sizeof hex, "0x%016llx",
-                  static_cast<unsigned long long>(
-                    checksum64(reinterpret_cast<const void*>(dev), n)));
+    auto hex = checksum_text(checksum64(reinterpret_cast<const void*>(dev), n));
     EXPECT_EQ(hex, sum) << "the device bytes differ from the peer's";
     for (size_t i = 0; i < 64; ++i)
       ASSERT_EQ(reinterpret_cast<const char*>(dev)[n + i], '\x5a') << "past the payload";

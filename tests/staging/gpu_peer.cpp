@@ -46,13 +46,8 @@ caf::expected<byte_buffer> host_copy_of(staging::cuda_api& api, staging::device_
   if (!ctx)
     return ctx.error();
   byte_buffer out(bytes);
-  caf::error err;
-  {
-    auto reg = staging::registered_host::make(api, *ctx, out.data(), out.size());
-    err = reg ? staging::direct_copy(api, *ctx, staging::copy_direction::to_host, p, out.data(),
-                                     out.size())
-              : std::move(reg.error());
-  }
+  auto err = staging::direct_copy_plain_host(api, *ctx, staging::copy_direction::to_host, p,
+                                             out.data(), out.size());
   api.release_context(0);
   if (err)
     return err;
@@ -70,11 +65,9 @@ caf::expected<staging::device_ptr> device_copy_of(staging::cuda_api& api,
   api.pop_context();
   caf::error err;
   if (d && !bytes.empty()) {
-    byte_buffer host = bytes;
-    auto reg = staging::registered_host::make(api, *ctx, host.data(), host.size());
-    err = reg ? staging::direct_copy(api, *ctx, staging::copy_direction::to_device, *d,
-                                     host.data(), host.size())
-              : std::move(reg.error());
+    byte_buffer host = bytes; // (registering needs it writable)
+    err = staging::direct_copy_plain_host(api, *ctx, staging::copy_direction::to_device, *d,
+                                          host.data(), host.size());
   }
   api.release_context(0);
   if (!d)
@@ -95,10 +88,7 @@ void free_device(staging::cuda_api& api, staging::device_ptr d) {
 }
 
 std::string hex_checksum(const void* p, size_t n) {
-  char hex[19];
-  std::snprintf(hex, sizeof hex, "0x%016llx",
-                static_cast<unsigned long long>(checksum64(p, n)));
-  return hex;
+  return checksum_text(checksum64(p, n));
 }
 
 /// The remote staging source's fixtures:
@@ -248,10 +238,7 @@ int main(int argc, char** argv) {
       free_device(api, *dev);
       if (!h)
         return h.error();
-      char hex[19];
-      std::snprintf(hex, sizeof hex, "0x%016llx",
-                    static_cast<unsigned long long>(
-                      checksum64(pattern.data(), pattern.size())));
+      auto hex = hex_checksum(pattern.data(), pattern.size());
       envelope out;
       out.hdrs["handle"] = to_string(*h);
       out.hdrs["checksum"] = hex;

@@ -47,10 +47,7 @@ constexpr uint64_t KiB = 1024;
 constexpr uint64_t MiB = 1024 * KiB;
 
 std::string hex_checksum(const void* p, size_t n) {
-  char hex[19];
-  std::snprintf(hex, sizeof hex, "0x%016llx",
-                static_cast<unsigned long long>(checksum64(p, n)));
-  return hex;
+  return checksum_text(checksum64(p, n));
 }
 
 struct RemoteStaging : ::testing::Test {
