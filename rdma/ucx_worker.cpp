@@ -70,12 +70,12 @@ ucx_result<ucx_wake> wait_for_worker_events(ucp_worker_h worker,
     return ucx_wake::events;
   // Arm: from here on, any new event (or signal) makes the fd readable.
   // BUSY means events arrived between the progress and the arm, or a
-  // signal() was pending; arm consumed the signal, so report it.
+  // signal() was pending (arm consumed it), or a transport holds work it
+  // cannot move yet (shared memory: sends waiting for the peer to read):
+  // the last one, when progress moves nothing, is reported as `stalled`.
   st = ucp_worker_arm(worker);
-  if (st == UCS_ERR_BUSY) {
-    ucp_worker_progress(worker);
-    return ucx_wake::events;
-  }
+  if (st == UCS_ERR_BUSY)
+    return ucp_worker_progress(worker) != 0 ? ucx_wake::events : ucx_wake::stalled;
   if (st != UCS_OK)
     return make_ucx_error("ucp_worker_arm", st);
 

@@ -30,6 +30,9 @@ using ucx_worker_ptr = std::shared_ptr<ucp_worker>;
 enum class ucx_wake {
   events,    // UCX reported activity or another thread called signal()
   timed_out, // nothing happened within the limit
+  stalled,   // UCX would not sleep (arm said busy) and progress moved
+             // nothing: it holds work only the peer can move on, or a
+             // signal() was consumed. Many in a row: the peer needs a core
 };
 
 /// The sleeping wait behind ucx_worker::wait_for_events, for objects that
@@ -61,9 +64,10 @@ public:
   /// Progresses, then, when nothing is pending, sleeps in poll() on the
   /// worker's event fd until UCX activity, a signal(), or `max` has passed.
   /// Returns `events` early whenever there may be something to look at
-  /// (including when progress itself did work): callers loop on their own
+  /// (including when progress itself did work), and `stalled` when UCX
+  /// would not sleep but nothing moved: callers loop on their own
   /// condition. A signal() sent before the call is not lost: the next wait
-  /// returns `events` at once.
+  /// returns at once (`stalled`, as arm consumed it).
   ucx_result<ucx_wake> wait_for_events(std::chrono::milliseconds max);
 
   /// Wakes a thread sleeping in wait_for_events (ucp_worker_signal).

@@ -560,6 +560,21 @@ struct engine {
 
   /// Progresses the worker until it has nothing left; answers whether
   /// anything moved.
+  /// Sleeps on the worker's event fd for at most `max`. UCX refusing the
+  /// sleep with nothing to move, many times in a row, means a peer on this
+  /// machine needs the core this loop spins on: then it naps instead
+  /// (rdma/poll_policy.hpp; docs/performance.md, "The control channel
+  /// under load").
+  void sleep_on_events(caf::blocking_actor* self, std::chrono::milliseconds max) {
+    auto woke = worker.wait_for_events(max);
+    if (!woke || *woke != ucx_wake::stalled) {
+      channel_poll.not_stalled();
+      return;
+    }
+    if (channel_poll.stalled() && !self->has_next_message())
+      std::this_thread::sleep_for(channel_poll.stall_nap());
+  }
+
   bool drain_progress() {
     if ((faults.no_progress || serve_delayed()) && gets.empty())
       return false;
@@ -613,6 +628,7 @@ struct engine {
       {"control_channel",
        control ? nlohmann::json::parse(control->stat()) : nlohmann::json(nullptr)},
       {"channel_poll_backoffs", channel_poll.backoffs()},
+      {"stalled_naps", channel_poll.naps()},
       {"gets_in_flight", gets.size()},
       {"gets_abandoned", abandoned.size()},
       {"abandoned_bytes", abandoned_bytes()},
@@ -765,7 +781,7 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
         std::this_thread::yield();
         e->channel_poll.yielded(now, clock_type::now());
       } else {
-        e->worker.wait_for_events(e->listening_sleep());
+        e->sleep_on_events(self, e->listening_sleep());
       }
       continue;
     }
@@ -778,6 +794,7 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
       handlers(std::chrono::seconds(0)), changed = true;
     if (changed) {
       e->last_motion = clock_type::now();
+      e->channel_poll.not_stalled();
       continue;
     }
     if (!e->busy())
@@ -793,7 +810,7 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
     }
     // Nothing moves (our descriptors out, or a GET that stalled): sleep
     // until UCX has events or a sender signals, at most a few ms.
-    e->worker.wait_for_events(std::chrono::milliseconds(e->gets.empty() ? 2 : 5));
+    e->sleep_on_events(self, std::chrono::milliseconds(e->gets.empty() ? 2 : 5));
   }
   e->teardown();
 }

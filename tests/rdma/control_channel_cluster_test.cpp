@@ -4,7 +4,9 @@
 // requests; a caller's leases are its node's, and end with it; a dead
 // owner fails the calls out to it at once; a pair whose probe gets no
 // answer (UCX's port closed) keeps CAF requests, and a pair whose frame
-// fails to send goes back to them. Asserted through the metrics
+// fails to send goes back to them; an owner whose answers a stopped
+// consumer cannot read (shared memory) naps instead of spinning on UCX's
+// refusals to sleep. Asserted through the metrics
 // (ferry_control_calls_total, ferry_control_channel), the engine's stat and
 // the bytes' checksums.
 #include <gtest/gtest.h>
@@ -324,4 +326,44 @@ TEST_P(ControlChannelCluster, AFrameThatFailsToSendPutsThePairBackOnCafRequests)
   auto more = test::payload(4 * KiB_, 14);
   get_and_check(stage_remotely(more, false), more);
   EXPECT_GT(calls(*remote, "caf"), caf_before);
+}
+
+TEST_P(ControlChannelCluster, AnOwnerWhoseAnswersAStoppedConsumerCannotReadNaps) {
+  if (GetParam() != "sm")
+    GTEST_SKIP() << "over shared memory a 512 KiB answer waits for the reader's "
+                    "progress; over tcp the socket takes it";
+  auto cfg = local_config();
+  cfg.transfer_timeout_ms = 10000; // bounds the adopt (twice this) if the link goes
+  start({}, cfg);
+  ASSERT_TRUE(eventually([&] { return peers_on(*remote, "ucx_am") == 1; }));
+  auto bytes = test::payload(64 * MiB_, 21);
+  auto mine = client->register_data(bytes);
+  ASSERT_TRUE(mine);
+  // The remote pulls our 128 chunks over the channel; we stop it midway.
+  // Our next answers cannot go into its FIFO, so UCX refuses our engine's
+  // sleep with nothing to move: the engine must nap, not spin on it. If
+  // the stop caught the remote with no pull out to us, let it pull more
+  // (each stop is short: at about 2 s CAF's link to it goes).
+  auto served = [&] {
+    return test::registry_value(local->metrics_registry(),
+                                "ferry_rendezvous_chunks_served_total");
+  };
+  auto naps = [&] { return test::engine_stat(*local, 10s)["stalled_naps"]; };
+  auto adopting = std::async(std::launch::async,
+                             [&] { return client->adopt(remote_gateway(), *mine, false); });
+  bool napped = false;
+  for (int attempt = 0; attempt < 4 && !napped; ++attempt) {
+    auto before = served();
+    if (!eventually([&] { return served() >= before + 4; }))
+      break; // the transfer ended first
+    ASSERT_TRUE(remote->freeze());
+    napped = eventually([&] { return naps().is_number() && naps().get<int>() > 0; }, 1s);
+    remote->thaw();
+  }
+  EXPECT_TRUE(napped) << test::engine_stat(*local, 10s).dump();
+  // Nothing was lost: the remote's copy comes back whole.
+  ASSERT_EQ(adopting.wait_for(60s), std::future_status::ready);
+  auto h = adopting.get();
+  ASSERT_TRUE(h) << describe(h.error());
+  get_and_check(*h, bytes);
 }

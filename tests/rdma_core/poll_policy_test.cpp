@@ -1,5 +1,6 @@
-// poll_policy: when the UCX engine polls for the control channel and when
-// it sleeps on the event fd (label control_channel).
+// poll_policy: when the UCX engine polls for the control channel, when it
+// sleeps on the event fd, and when a wait UCX keeps refusing makes it nap
+// (label control_channel).
 #include <gtest/gtest.h>
 
 #include "rdma/poll_policy.hpp"
@@ -73,6 +74,32 @@ TEST(ControlChannelPoll, TheDefaultsPollHalfAMillisecondAndBackOffASecond) {
   EXPECT_FALSE(policy.poll(t + 1s));
   policy.moved(t + 1s + 1001us);
   EXPECT_TRUE(policy.poll(t + 1s + 1001us));
+}
+
+TEST(ControlChannelPoll, StalledWaitsNapOnlyOnceTheyComeInAStreak) {
+  poll_policy::params p = test_params();
+  p.stall_streak = 3;
+  poll_policy policy{p};
+  // Arm refusing once or twice is a consumed signal or a race: no nap.
+  EXPECT_FALSE(policy.stalled());
+  EXPECT_FALSE(policy.stalled());
+  policy.not_stalled(); // a wait that slept or found events
+  EXPECT_FALSE(policy.stalled());
+  EXPECT_FALSE(policy.stalled());
+  EXPECT_TRUE(policy.stalled()); // three in a row: the peer needs the core
+  EXPECT_TRUE(policy.stalled()); // and each one after
+  EXPECT_EQ(policy.naps(), 2u);
+  policy.moved(clock_type::now()); // the channel moved: a new streak
+  EXPECT_FALSE(policy.stalled());
+  EXPECT_EQ(policy.naps(), 2u);
+}
+
+TEST(ControlChannelPoll, TheDefaultsNapFiftyMicrosecondsAfterEightStalls) {
+  poll_policy policy;
+  for (int i = 0; i < 7; ++i)
+    EXPECT_FALSE(policy.stalled()) << i;
+  EXPECT_TRUE(policy.stalled());
+  EXPECT_EQ(policy.stall_nap(), 50us);
 }
 
 } // namespace
