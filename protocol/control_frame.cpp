@@ -165,13 +165,16 @@ control_frame_decode_result decode_control_frame(const uint8_t* data,
   return res;
 }
 
-std::vector<uint8_t> encode_control_frame(const control_frame_view& f) {
+control_frame_parts encode_control_frame_parts(const control_frame_view& f) {
   if (!known_kind(static_cast<uint8_t>(f.kind))
       || check_fields(f.kind, static_cast<uint8_t>(f.op), f.flags, f.call_id, f.sender,
                       f.body.size(), f.payload.size()))
     return {};
-  std::vector<uint8_t> out(control_frame_header_bytes + f.body.size() + f.payload.size());
-  uint8_t* p = out.data();
+  control_frame_parts out;
+  const bool body_is_tail = f.payload.empty();
+  out.tail = body_is_tail ? f.body : f.payload;
+  out.head.resize(control_frame_header_bytes + (body_is_tail ? 0 : f.body.size()));
+  uint8_t* p = out.head.data();
   p[off_magic] = control_frame_magic;
   p[off_version] = control_frame_version_1;
   p[off_kind] = static_cast<uint8_t>(f.kind);
@@ -182,14 +185,25 @@ std::vector<uint8_t> encode_control_frame(const control_frame_view& f) {
   store_u32le(p + off_payload_len, static_cast<uint32_t>(f.payload.size()));
   store_u64le(p + off_sender, f.sender);
   store_u64le(p + off_pair_token, f.pair_token);
+  if (!body_is_tail && !f.body.empty())
+    std::memcpy(p + control_frame_header_bytes, f.body.data(), f.body.size());
+  return out;
+}
+
+std::vector<uint8_t> join_control_frame(const control_frame_parts& parts) {
+  if (parts.head.empty())
+    return {};
+  std::vector<uint8_t> out(parts.size());
   // memcpy, not std::copy: from char to uint8_t std::copy is a byte loop,
   // which cost a 512 KiB chunk's answer about half a millisecond (a perf profile).
-  uint8_t* at = p + control_frame_header_bytes;
-  if (!f.body.empty())
-    std::memcpy(at, f.body.data(), f.body.size());
-  if (!f.payload.empty())
-    std::memcpy(at + f.body.size(), f.payload.data(), f.payload.size());
+  std::memcpy(out.data(), parts.head.data(), parts.head.size());
+  if (!parts.tail.empty())
+    std::memcpy(out.data() + parts.head.size(), parts.tail.data(), parts.tail.size());
   return out;
+}
+
+std::vector<uint8_t> encode_control_frame(const control_frame_view& f) {
+  return join_control_frame(encode_control_frame_parts(f));
 }
 
 std::vector<uint8_t> encode_control_error(uint8_t code, std::string_view text) {

@@ -117,6 +117,23 @@ control_frame_decode_result decode_control_frame(const uint8_t* data,
 /// The frame's bytes; empty when `f` breaks a rule decode would refuse.
 std::vector<uint8_t> encode_control_frame(const control_frame_view& f);
 
+/// A frame in two parts, for a send that gathers them (a chunk's answer
+/// leaves without being copied into a frame): `head` holds the header and
+/// every field before the last one, `tail` views the last field where the
+/// caller keeps it (the payload when there is one, else the body).
+struct control_frame_parts {
+  std::vector<uint8_t> head;
+  std::string_view tail;
+  size_t size() const noexcept { return head.size() + tail.size(); }
+};
+
+/// The frame in parts; `head` is empty when `f` breaks a rule decode would
+/// refuse. Its parts, one after the other, are encode_control_frame(f).
+control_frame_parts encode_control_frame_parts(const control_frame_view& f);
+
+/// The parts in one buffer.
+std::vector<uint8_t> join_control_frame(const control_frame_parts& parts);
+
 /// An error answer's body, decoded: ferry's code (as its number) and text.
 struct control_error_body {
   uint8_t code = 0;

@@ -294,6 +294,16 @@ public:
   /// when the answer breaks a frame bound (send an error_frame instead).
   std::optional<std::vector<uint8_t>> answer_frame(const incoming_call& c, std::string_view body,
                                                    std::string_view payload = {}) const {
+    auto parts = reply(c, control_kind::answer, body, payload);
+    if (!parts)
+      return std::nullopt;
+    return join_control_frame(*parts);
+  }
+
+  /// The same answer in two parts, its last field a view of the caller's
+  /// bytes (control_frame_parts): sent gathered, a chunk is not copied.
+  std::optional<control_frame_parts> answer_parts(const incoming_call& c, std::string_view body,
+                                                  std::string_view payload = {}) const {
     return reply(c, control_kind::answer, body, payload);
   }
 
@@ -301,8 +311,12 @@ public:
   std::optional<std::vector<uint8_t>> error_frame(const incoming_call& c, uint8_t code,
                                                   std::string_view text) const {
     auto body = encode_control_error(code, text);
-    return reply(c, control_kind::error,
-                 std::string_view{reinterpret_cast<const char*>(body.data()), body.size()}, {});
+    auto parts = reply(c, control_kind::error,
+                       std::string_view{reinterpret_cast<const char*>(body.data()), body.size()},
+                       {});
+    if (!parts)
+      return std::nullopt;
+    return join_control_frame(*parts);
   }
 
   // -- time -----------------------------------------------------------------
@@ -325,9 +339,9 @@ private:
     return dropped{why};
   }
 
-  std::optional<std::vector<uint8_t>> reply(const incoming_call& c, control_kind kind,
-                                            std::string_view body,
-                                            std::string_view payload) const {
+  std::optional<control_frame_parts> reply(const incoming_call& c, control_kind kind,
+                                           std::string_view body,
+                                           std::string_view payload) const {
     auto p = peers_.find(c.peer);
     auto token = c.reply_token != 0 ? c.reply_token : p == peers_.end() ? 0 : p->second.out;
     if (c.one_way || p == peers_.end() || token == 0)
@@ -340,10 +354,10 @@ private:
     f.pair_token = token;
     f.body = body;
     f.payload = payload;
-    auto bytes = encode_control_frame(f);
-    if (bytes.empty())
+    auto parts = encode_control_frame_parts(f);
+    if (parts.head.empty())
       return std::nullopt; // over a bound: the caller's call expires
-    return bytes;
+    return parts;
   }
 
   uint64_t own_;

@@ -17,7 +17,9 @@ ucs_status_t take_message(void* arg, const void*, size_t, void* data, size_t len
 
 /// The bytes of one send, kept until UCX completes it.
 struct send_holder {
-  std::vector<uint8_t> bytes;
+  std::vector<uint8_t> bytes; // the whole message, or its head
+  am_tail tail;
+  ucp_dt_iov_t parts[2]{};    // head and tail, when there is a tail
   std::shared_ptr<ucx_am_send_stats> stats;
   uint64_t tag = 0;
   uint64_t to = 0;
@@ -183,7 +185,13 @@ std::optional<ucx_am_message> ucx_am_inbox::next() {
 ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
                    const std::shared_ptr<ucx_am_send_stats>& stats, uint64_t tag,
                    uint64_t to, am_protocol protocol) {
-  auto* h = new send_holder{std::move(bytes), stats, tag, to};
+  return post_am(ep, id, std::move(bytes), am_tail{}, want_reply, stats, tag, to, protocol);
+}
+
+ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> head, am_tail tail,
+                   bool want_reply, const std::shared_ptr<ucx_am_send_stats>& stats,
+                   uint64_t tag, uint64_t to, am_protocol protocol) {
+  auto* h = new send_holder{std::move(head), std::move(tail), {}, stats, tag, to};
   ucp_request_param_t p{};
   p.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS | UCP_OP_ATTR_FIELD_CALLBACK
                    | UCP_OP_ATTR_FIELD_USER_DATA;
@@ -191,7 +199,17 @@ ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool wa
             | (protocol == am_protocol::eager_only ? UCP_AM_SEND_FLAG_EAGER : 0);
   p.cb.send = send_done;
   p.user_data = h;
-  ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, nullptr, 0, h->bytes.data(), h->bytes.size(), &p);
+  const void* buffer = h->bytes.data();
+  size_t count = h->bytes.size();
+  if (!h->tail.bytes.empty()) { // UCX reads the parts where they are
+    h->parts[0] = {h->bytes.data(), h->bytes.size()};
+    h->parts[1] = {const_cast<char*>(h->tail.bytes.data()), h->tail.bytes.size()};
+    p.op_attr_mask |= UCP_OP_ATTR_FIELD_DATATYPE;
+    p.datatype = ucp_dt_make_iov();
+    buffer = h->parts;
+    count = 2;
+  }
+  ucs_status_ptr_t r = ucp_am_send_nbx(ep, id, nullptr, 0, buffer, count, &p);
   if (stats)
     ++stats->posted;
   if (UCS_PTR_IS_ERR(r)) {

@@ -19,6 +19,7 @@
 #include <list>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <vector>
 
 #include <ucp/api/ucp.h>
@@ -143,5 +144,17 @@ enum class am_protocol { any, eager_only };
 ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> bytes, bool want_reply,
                    const std::shared_ptr<ucx_am_send_stats>& stats, uint64_t tag = 0,
                    uint64_t to = 0, am_protocol protocol = am_protocol::any);
+
+/// The same for a message in two parts, `head` and then `tail`, gathered by
+/// UCX as it sends (no copy into one buffer): `keep_tail` keeps the tail's
+/// bytes alive, unchanged, until UCX completes the send.
+struct am_tail {
+  std::string_view bytes;
+  std::shared_ptr<const void> keep;
+};
+ucx_status post_am(ucp_ep_h ep, unsigned id, std::vector<uint8_t> head, am_tail tail,
+                   bool want_reply, const std::shared_ptr<ucx_am_send_stats>& stats,
+                   uint64_t tag = 0, uint64_t to = 0,
+                   am_protocol protocol = am_protocol::any);
 
 } // namespace ferry

@@ -74,6 +74,11 @@ void ucx_control_channel::close() {
 
 bool ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame,
                                uint64_t call_id) {
+  return send(peer, control_frame_parts{std::move(frame), {}}, nullptr, call_id);
+}
+
+bool ucx_control_channel::send(uint64_t peer, control_frame_parts frame,
+                               std::shared_ptr<const void> keep, uint64_t call_id) {
   if (fail_sends_after_ > 0 && sends_->posted >= fail_sends_after_) {
     ++sends_->failed;
     fall_back(peer, "UCX refused a send (a test hook)");
@@ -90,7 +95,8 @@ bool ucx_control_channel::send(uint64_t peer, std::vector<uint8_t> frame,
   // Eager only: a frame's receiver never reads this process's memory, so
   // this node's death mid-frame cannot abort the peer (rdma/
   // ucx_active_message.hpp, am_protocol).
-  if (auto st = post_am(ep, control_am_id, std::move(frame), false, sends_, call_id, peer,
+  if (auto st = post_am(ep, control_am_id, std::move(frame.head),
+                        am_tail{frame.tail, std::move(keep)}, false, sends_, call_id, peer,
                         am_protocol::eager_only);
       !st) {
     spdlog::debug("control channel: send to worker {:016x}: {}", peer, st.error_message());
@@ -198,13 +204,16 @@ ucx_control_channel::answered(uint64_t peer, uint64_t call_id, control_op op) {
 }
 
 void ucx_control_channel::answer(uint64_t peer, uint64_t call_id, control_op op,
-                                 std::string_view body, std::string_view payload) {
+                                 std::string_view body, std::string_view payload,
+                                 std::shared_ptr<const void> keep) {
   auto c = answered(peer, call_id, op);
-  auto frame = protocol_.answer_frame(c, body, payload);
-  if (!frame) // a peer gone since, or an answer over the frame's bounds
-    frame = protocol_.error_frame(c, static_cast<uint8_t>(errc::payload_too_large),
-                                  "the answer does not fit a control frame");
-  if (frame)
+  if (auto parts = protocol_.answer_parts(c, body, payload)) {
+    send(peer, std::move(*parts), std::move(keep), 0);
+    return;
+  }
+  // A peer gone since, or an answer over the frame's bounds.
+  if (auto frame = protocol_.error_frame(c, static_cast<uint8_t>(errc::payload_too_large),
+                                         "the answer does not fit a control frame"))
     send(peer, std::move(*frame), 0);
 }
 

@@ -91,9 +91,11 @@ public:
   bool call(uint64_t peer, control_op op, std::string_view body, bool one_way,
             std::chrono::milliseconds timeout, caf::response_promise rp);
 
-  /// The owner's answer to a peer's call, or its error answer.
+  /// The owner's answer to a peer's call, or its error answer. The
+  /// answer's last field leaves without a copy: `keep` keeps the bytes that
+  /// `body` and `payload` view alive until UCX has sent them.
   void answer(uint64_t peer, uint64_t call_id, control_op op, std::string_view body,
-              std::string_view payload);
+              std::string_view payload, std::shared_ptr<const void> keep);
   void fail(uint64_t peer, uint64_t call_id, control_op op, uint8_t code,
             std::string_view text);
 
@@ -136,6 +138,9 @@ private:
   /// `call_id` (0: an answer or a one-way call) fails its call should the
   /// send fail later.
   bool send(uint64_t peer, std::vector<uint8_t> frame, uint64_t call_id);
+  /// The same for a frame in parts (an answer), its tail kept by `keep`.
+  bool send(uint64_t peer, control_frame_parts frame, std::shared_ptr<const void> keep,
+            uint64_t call_id);
   /// Calls whose frames UCX failed to send: answered io_error (the frame
   /// may have reached the owner: the call is not made again by CAF); the
   /// peers they went to fall back to CAF.

@@ -724,11 +724,16 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
         if (!e->control || op == 0 || op > control_op_max)
           return;
         auto ctl_op = static_cast<control_op>(op);
-        std::string_view raw{bytes.data(), bytes.size()};
+        // The answer's bytes stay where they are until UCX has sent them
+        // (a chunk: a view of the owner's staged payload).
+        auto kept = std::make_shared<std::pair<std::string, chunk_bytes>>(std::move(json),
+                                                                           std::move(bytes));
+        std::string_view text = kept->first;
+        std::string_view raw{kept->second.data(), kept->second.size()};
         if (ctl_op == control_op::pull) // the chunk is the answer's body
-          e->control->answer(worker_id, call_id, ctl_op, raw, {});
+          e->control->answer(worker_id, call_id, ctl_op, raw, {}, kept);
         else
-          e->control->answer(worker_id, call_id, ctl_op, json, raw);
+          e->control->answer(worker_id, call_id, ctl_op, text, raw, kept);
       },
       [&](control_error_atom, uint64_t worker_id, uint64_t call_id, uint8_t op,
           uint8_t code, std::string& text) {

@@ -107,6 +107,41 @@ TEST(ControlFrame, acquire_answer_carries_an_inline_payload) {
   EXPECT_EQ(r.frame->payload, payload);
 }
 
+// A frame in parts: the last field stays where the caller keeps it (so an
+// answer's chunk leaves without a copy), and the parts in a row are the frame.
+TEST(ControlFrame, parts_view_the_last_field_and_join_to_the_frame) {
+  std::string chunk(512 * 1024, '\0');
+  for (size_t i = 0; i < chunk.size(); ++i)
+    chunk[i] = static_cast<char>(i * 13 + 1);
+  control_frame_view pull;
+  pull.kind = control_kind::answer;
+  pull.op = control_op::pull;
+  pull.call_id = 5;
+  pull.sender = 2;
+  pull.body = chunk;
+  auto parts = encode_control_frame_parts(pull);
+  EXPECT_EQ(parts.head.size(), control_frame_header_bytes);
+  EXPECT_EQ(parts.tail.data(), chunk.data()); // a view, not a copy
+  EXPECT_EQ(join_control_frame(parts), encode_control_frame(pull));
+  auto joined = join_control_frame(parts);
+  auto r = decode_control_frame(joined.data(), joined.size());
+  ASSERT_TRUE(r.ok()) << to_string(r.refusal);
+  EXPECT_EQ(r.frame->body, chunk);
+  // With a payload, the body goes into the head and the payload is the tail.
+  control_frame_view acquire = pull;
+  acquire.op = control_op::acquire;
+  acquire.body = R"({"eager":{"lease_id":3}})";
+  acquire.payload = std::string_view{chunk}.substr(0, 16 * 1024);
+  parts = encode_control_frame_parts(acquire);
+  EXPECT_EQ(parts.head.size(), control_frame_header_bytes + acquire.body.size());
+  EXPECT_EQ(parts.tail.data(), chunk.data());
+  EXPECT_EQ(join_control_frame(parts), encode_control_frame(acquire));
+  // A frame that breaks a rule has no parts.
+  acquire.op = control_op::pull; // a payload on a pull's answer
+  EXPECT_TRUE(encode_control_frame_parts(acquire).head.empty());
+  EXPECT_TRUE(join_control_frame(encode_control_frame_parts(acquire)).empty());
+}
+
 TEST(ControlFrame, refusals_name_the_broken_rule) {
   auto with = [](size_t at, uint8_t value) {
     auto b = valid_call();

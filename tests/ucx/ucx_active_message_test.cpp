@@ -145,6 +145,40 @@ TEST_P(ControlChannelUcx, EagerOnlyFramesNeverTakeTheRendezvousPath) {
   EXPECT_TRUE(child.quit());
 }
 
+// A frame posted in two parts (head, and a tail UCX reads where its owner
+// keeps it, as a chunk's answer is sent) arrives as one message, whole, at
+// every size, eager only; the tail is kept until UCX has sent it.
+TEST_P(ControlChannelUcx, FramesPostedInTwoPartsArriveWhole) {
+  test::owner_child child(GetParam(), 4096, true);
+  ASSERT_TRUE(child.ok()) << child.error();
+  caller c(GetParam(), child.offer());
+  ASSERT_TRUE(c.stack.ok()) << c.stack.error;
+  const std::vector<size_t> sizes = {1, 4096, 512 * 1024, 4u << 20};
+  uint64_t id = 1;
+  for (size_t len : sizes) {
+    auto whole = chunk_frame(id++, len);
+    auto expected = test::checksum(whole.data(), whole.size());
+    std::vector<uint8_t> head(whole.begin(), whole.begin() + control_frame_header_bytes);
+    auto tail = std::make_shared<std::vector<uint8_t>>(whole.begin() + control_frame_header_bytes,
+                                                       whole.end());
+    std::weak_ptr<std::vector<uint8_t>> tail_alive = tail;
+    am_tail t{{reinterpret_cast<const char*>(tail->data()), tail->size()}, tail};
+    tail.reset(); // the send keeps it
+    ASSERT_TRUE(post_am(c.stack.ep->native(), test::am_echo_eager_call, std::move(head),
+                        std::move(t), true, c.sends_ptr))
+      << len;
+    auto m = c.await_message();
+    ASSERT_TRUE(m) << "no echo of " << len << " bytes within " << bound.count() << " s";
+    ASSERT_EQ(m->bytes.size(), whole.size());
+    EXPECT_EQ(test::checksum(m->bytes.data(), m->bytes.size()), expected) << len;
+    EXPECT_TRUE(c.progress_until([&] { return tail_alive.expired(); })) << len;
+  }
+  EXPECT_EQ(c.inbox->stats().rendezvous, 0u);
+  EXPECT_EQ(c.sends.failed, 0u);
+  c.inbox.reset();
+  EXPECT_TRUE(child.quit());
+}
+
 // The engine keeps progressing while a frame is still being sent
 // (ucx_control_channel::awaiting): a chunk sent by rendezvous moves only
 // while its sender progresses, so the stats count it until it completes.
