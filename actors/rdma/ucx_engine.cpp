@@ -558,8 +558,6 @@ struct engine {
     return sleep;
   }
 
-  /// Progresses the worker until it has nothing left; answers whether
-  /// anything moved.
   /// Sleeps on the worker's event fd for at most `max`. UCX refusing the
   /// sleep with nothing to move, many times in a row, means a peer on this
   /// machine needs the core this loop spins on: then it naps instead
@@ -575,6 +573,8 @@ struct engine {
       std::this_thread::sleep_for(channel_poll.stall_nap());
   }
 
+  /// Progresses the worker until it has nothing left; answers whether
+  /// anything moved.
   bool drain_progress() {
     if ((faults.no_progress || serve_delayed()) && gets.empty())
       return false;
@@ -790,8 +790,10 @@ void engine_loop(caf::blocking_actor* self, std::shared_ptr<engine> e) {
       }
       continue;
     }
-    if (e->drain_progress())
+    if (e->drain_progress()) {
       e->last_motion = clock_type::now();
+      e->channel_poll.not_stalled();
+    }
     bool changed = e->reap_gets();
     if (e->control && e->control->poll(self))
       changed = true;

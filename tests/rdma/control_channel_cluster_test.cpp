@@ -357,7 +357,12 @@ TEST_P(ControlChannelCluster, AnOwnerWhoseAnswersAStoppedConsumerCannotReadNaps)
     if (!eventually([&] { return served() >= before + 4; }))
       break; // the transfer ended first
     ASSERT_TRUE(remote->freeze());
-    napped = eventually([&] { return naps().is_number() && naps().get<int>() > 0; }, 1s);
+    napped = eventually(
+      [&] {
+        auto n = naps();
+        return n.is_number() && n.get<int>() > 0;
+      },
+      600ms);
     remote->thaw();
   }
   EXPECT_TRUE(napped) << test::engine_stat(*local, 10s).dump();

@@ -164,8 +164,9 @@ TEST_P(ControlChannelUcx, FramesPostedInTwoPartsArriveWhole) {
     std::weak_ptr<std::vector<uint8_t>> tail_alive = tail;
     am_tail t{{reinterpret_cast<const char*>(tail->data()), tail->size()}, tail};
     tail.reset(); // the send keeps it
+    // Eager only, as the control channel sends.
     ASSERT_TRUE(post_am(c.stack.ep->native(), test::am_echo_eager_call, std::move(head),
-                        std::move(t), true, c.sends_ptr))
+                        std::move(t), true, c.sends_ptr, 0, 0, am_protocol::eager_only))
       << len;
     auto m = c.await_message();
     ASSERT_TRUE(m) << "no echo of " << len << " bytes within " << bound.count() << " s";

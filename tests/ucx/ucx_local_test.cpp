@@ -250,7 +250,9 @@ TEST(UcxWorker, WaitReturnsOnSignalFromAnotherThread) {
     other.join();
     ASSERT_TRUE(sent) << sent.error_message();
     ASSERT_TRUE(r) << r.error_message();
-    EXPECT_EQ(*r, ucx_wake::events) << tls;
+    // events, or stalled where the signal came between the progress and
+    // the arm (arm consumed it): either way at once, not at the limit.
+    EXPECT_NE(*r, ucx_wake::timed_out) << tls;
   }
 }
 
