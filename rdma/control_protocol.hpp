@@ -294,10 +294,7 @@ public:
   /// when the answer breaks a frame bound (send an error_frame instead).
   std::optional<std::vector<uint8_t>> answer_frame(const incoming_call& c, std::string_view body,
                                                    std::string_view payload = {}) const {
-    auto parts = reply(c, control_kind::answer, body, payload);
-    if (!parts)
-      return std::nullopt;
-    return join_control_frame(*parts);
+    return joined(reply(c, control_kind::answer, body, payload));
   }
 
   /// The same answer in two parts, its last field a view of the caller's
@@ -311,12 +308,9 @@ public:
   std::optional<std::vector<uint8_t>> error_frame(const incoming_call& c, uint8_t code,
                                                   std::string_view text) const {
     auto body = encode_control_error(code, text);
-    auto parts = reply(c, control_kind::error,
-                       std::string_view{reinterpret_cast<const char*>(body.data()), body.size()},
-                       {});
-    if (!parts)
-      return std::nullopt;
-    return join_control_frame(*parts);
+    return joined(reply(c, control_kind::error,
+                        std::string_view{reinterpret_cast<const char*>(body.data()), body.size()},
+                        {}));
   }
 
   // -- time -----------------------------------------------------------------
@@ -337,6 +331,12 @@ private:
   dropped drop(control_drop why) {
     ++drops_[static_cast<size_t>(why)];
     return dropped{why};
+  }
+
+  static std::optional<std::vector<uint8_t>> joined(std::optional<control_frame_parts> parts) {
+    if (!parts)
+      return std::nullopt;
+    return join_control_frame(*parts);
   }
 
   std::optional<control_frame_parts> reply(const incoming_call& c, control_kind kind,

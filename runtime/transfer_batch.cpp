@@ -7,6 +7,7 @@
 #include "runtime/gpu_payloads.hpp"
 #include "runtime/node.hpp"
 #include "runtime/remote_staging.hpp"
+#include "staging/local_device_range.hpp"
 #include "staging/local_stager.hpp"
 
 namespace ferry {
@@ -93,13 +94,7 @@ caf::error check_batch_item(const batch_item& item, staging::cuda_api* api,
     return make_error(errc::staging_unavailable, "this node has no staging layer");
   if (!cuda_missing.empty())
     return make_error(errc::staging_unavailable, "this node has no CUDA: " + cuda_missing);
-  auto kind = api->memory_kind_of(item.local_device, item.length);
-  if (!kind)
-    return std::move(kind.error());
-  if (*kind != staging::memory_kind::device)
-    return make_error(errc::invalid_argument,
-                      "the local range is not CUDA device memory of its length");
-  return {};
+  return staging::local_device_range_error(*api, item.local_device, item.length);
 }
 
 transfer_batch& transfer_batch::read(const remote_device_range& r, uint64_t offset, int device,

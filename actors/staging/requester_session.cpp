@@ -20,6 +20,7 @@
 #include "protocol/atoms.hpp"
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/errors.hpp"
+#include "staging/local_device_range.hpp"
 #include "staging/remote_geometry.hpp"
 #include "staging/staged_copy.hpp"
 
@@ -162,12 +163,8 @@ private:
       return make_error(errc::invalid_argument, "a remote staging request of zero bytes");
     if (!req_.source)
       return make_error(errc::unknown_owner, "no staging source for the range's node");
-    auto kind = api_.memory_kind_of(req_.local, req_.length);
-    if (!kind)
-      return std::move(kind.error());
-    if (*kind != staging::memory_kind::device)
-      return make_error(errc::invalid_argument,
-                        "the local range is not CUDA device memory of its length");
+    if (auto err = staging::local_device_range_error(api_, req_.local, req_.length))
+      return err;
     if (p_.exposures) { // the range is this session's alone
       auto loan = p_.exposures->lend_local(req_.device, req_.local, req_.length);
       if (!loan)
