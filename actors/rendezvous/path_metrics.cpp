@@ -36,14 +36,21 @@ path_metrics::path_metrics(prometheus::Registry& registry)
   // nop
 }
 
+prometheus::Counter& path_metrics::series(transfer_path path, path_reason reason) {
+  auto& slot = series_[static_cast<size_t>(path) * reasons + static_cast<size_t>(reason)];
+  if (auto* known = slot.load(std::memory_order_acquire))
+    return *known;
+  auto& made = family_->Add({{"path", to_string(path)}, {"reason", to_string(reason)}});
+  slot.store(&made, std::memory_order_release);
+  return made;
+}
+
 void path_metrics::count(transfer_path path, path_reason reason) {
-  family_->Add({{"path", to_string(path)}, {"reason", to_string(reason)}})
-    .Increment();
+  series(path, reason).Increment();
 }
 
 double path_metrics::value(transfer_path path, path_reason reason) {
-  return family_->Add({{"path", to_string(path)}, {"reason", to_string(reason)}})
-    .Value();
+  return series(path, reason).Value();
 }
 
 } // namespace ferry

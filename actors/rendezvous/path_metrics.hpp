@@ -2,9 +2,15 @@
 // Both roles record into it (the owner at staging and at each acquire, the
 // consumer at its offer, its fallbacks and each completed GET), so one small
 // type owns the family and the label vocabulary.
-// Must never: invent labels outside the spec's list.
+// Each series is looked up in the family once and then kept (a lookup
+// builds and hashes its labels under the family's lock: about 2 us, on
+// every get's path).
+// Must never: invent labels outside the spec's list, or create a series
+// before it is first counted (a scrape shows only the pairs that happened).
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <string>
 
 namespace prometheus {
@@ -46,7 +52,14 @@ public:
   double value(transfer_path path, path_reason reason);
 
 private:
+  static constexpr size_t reasons = static_cast<size_t>(path_reason::get_failed) + 1;
+
+  prometheus::Counter& series(transfer_path path, path_reason reason);
+
   prometheus::Family<prometheus::Counter>* family_;
+  // Each (path, reason) pair's counter once looked up; null until then.
+  // Both roles count from their own threads: a race stores the same pointer.
+  std::array<std::atomic<prometheus::Counter*>, 2 * reasons> series_{};
 };
 
 } // namespace ferry
