@@ -16,6 +16,8 @@ constexpr path_reason all_reasons[] = {
   path_reason::draining,   path_reason::budget,         path_reason::pool_exhausted,
   path_reason::decode_error, path_reason::get_failed,
 };
+static_assert(std::size(all_reasons) == path_reason_count,
+              "every path_reason, in enum order");
 
 } // namespace
 

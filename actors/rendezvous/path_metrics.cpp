@@ -37,7 +37,8 @@ path_metrics::path_metrics(prometheus::Registry& registry)
 }
 
 prometheus::Counter& path_metrics::series(transfer_path path, path_reason reason) {
-  auto& slot = series_[static_cast<size_t>(path) * reasons + static_cast<size_t>(reason)];
+  auto& slot = series_.at(static_cast<size_t>(path) * path_reason_count
+                         + static_cast<size_t>(reason));
   if (auto* known = slot.load(std::memory_order_acquire))
     return *known;
   auto& made = family_->Add({{"path", to_string(path)}, {"reason", to_string(reason)}});

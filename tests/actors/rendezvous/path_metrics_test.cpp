@@ -4,8 +4,11 @@
 
 #include <prometheus/registry.h>
 
+#include <atomic>
+#include <map>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "actors/rendezvous/path_metrics.hpp"
@@ -14,57 +17,70 @@ using namespace ferry;
 
 namespace {
 
-/// The series of the family as a scrape would show them: "path/reason" = value.
-std::vector<std::pair<std::string, double>> scraped(prometheus::Registry& r) {
-  std::vector<std::pair<std::string, double>> out;
+/// The family's series as a scrape would show them: "path/reason" -> value.
+std::map<std::string, double> scraped(prometheus::Registry& r) {
+  std::map<std::string, double> out;
   for (const auto& family : r.Collect())
     if (family.name == "ferry_rendezvous_rdma_path_total")
       for (const auto& m : family.metric) {
         std::string path, reason;
         for (const auto& l : m.label)
           (l.name == "path" ? path : reason) = l.value;
-        out.emplace_back(path + "/" + reason, m.counter.value);
+        out[path + "/" + reason] = m.counter.value;
       }
   return out;
 }
 
+std::string key(transfer_path p, path_reason r) {
+  return std::string{to_string(p)} + "/" + to_string(r);
+}
+
 } // namespace
 
-TEST(PathMetrics, ASeriesAppearsWhenFirstCountedAndKeepsItsCount) {
+TEST(PathMetrics, EveryPairKeepsItsOwnCountAndAppearsWhenFirstCounted) {
   prometheus::Registry registry;
   path_metrics paths{registry};
   EXPECT_TRUE(scraped(registry).empty()); // nothing counted, nothing shown
-  paths.count(transfer_path::chunked, path_reason::below_min);
-  paths.count(transfer_path::chunked, path_reason::below_min);
-  paths.count(transfer_path::rdma, path_reason::ok);
+  // Pair k is counted k + 1 times: two pairs sharing a counter would add up.
+  std::vector<std::pair<transfer_path, path_reason>> pairs;
+  for (size_t p = 0; p < transfer_path_count; ++p)
+    for (size_t r = 0; r < path_reason_count; ++r)
+      pairs.emplace_back(static_cast<transfer_path>(p), static_cast<path_reason>(r));
+  ASSERT_EQ(pairs.size(), 22u);
+  for (size_t k = 0; k < pairs.size(); ++k)
+    for (size_t n = 0; n <= k; ++n)
+      paths.count(pairs[k].first, pairs[k].second);
   auto shown = scraped(registry);
-  ASSERT_EQ(shown.size(), 2u);
-  for (const auto& [series, value] : shown) {
-    if (series == "chunked/below_min") {
-      EXPECT_EQ(value, 2.0);
-    } else {
-      EXPECT_EQ(series, "rdma/ok");
-      EXPECT_EQ(value, 1.0);
-    }
+  ASSERT_EQ(shown.size(), pairs.size());
+  for (size_t k = 0; k < pairs.size(); ++k) {
+    auto [path, reason] = pairs[k];
+    EXPECT_EQ(shown[key(path, reason)], static_cast<double>(k + 1)) << key(path, reason);
+    EXPECT_EQ(paths.value(path, reason), static_cast<double>(k + 1)) << key(path, reason);
   }
-  EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::below_min), 2.0);
-  EXPECT_EQ(paths.value(transfer_path::rdma, path_reason::ok), 1.0);
 }
 
-TEST(PathMetrics, CountsFromManyThreadsAllLand) {
+TEST(PathMetrics, CountsFromThreadsRacingTheFirstLookupAllLand) {
   prometheus::Registry registry;
   path_metrics paths{registry};
   constexpr int threads = 4, each = 5000;
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false};
   std::vector<std::thread> counting;
   for (int t = 0; t < threads; ++t)
-    counting.emplace_back([&paths, t] {
+    counting.emplace_back([&, t] {
+      ready.fetch_add(1);
+      while (!go.load()) // all start at once: the first counts race
+        std::this_thread::yield();
       for (int i = 0; i < each; ++i)
         paths.count(transfer_path::chunked,
                     t % 2 == 0 ? path_reason::below_min : path_reason::no_offer);
     });
+  while (ready.load() < threads)
+    std::this_thread::yield();
+  go.store(true);
   for (auto& t : counting)
     t.join();
   EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::below_min), 2.0 * each);
   EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::no_offer), 2.0 * each);
-  EXPECT_EQ(scraped(registry).size(), 2u); // one series per pair, however many raced
+  EXPECT_EQ(scraped(registry).size(), 2u);
 }
