@@ -30,6 +30,26 @@ control_frame_view call_frame(control_op op, uint64_t id, std::string_view body)
   return f;
 }
 
+/// An answer to call `id` from `sender`, its body `body`.
+control_frame_view answer_view(control_op op, uint64_t id, uint64_t sender,
+                                std::string_view body) {
+  control_frame_view f;
+  f.kind = control_kind::answer;
+  f.op = op;
+  f.call_id = id;
+  f.sender = sender;
+  f.body = body;
+  return f;
+}
+
+/// `n` bytes, byte i being i * step + first (mod 256): no two neighbours alike.
+std::string patterned(size_t n, unsigned step, unsigned first) {
+  std::string out(n, '\0');
+  for (size_t i = 0; i < n; ++i)
+    out[i] = static_cast<char>(i * step + first);
+  return out;
+}
+
 control_frame_refusal refusal_of(const std::vector<uint8_t>& bytes) {
   auto r = decode_control_frame(bytes.data(), bytes.size());
   EXPECT_FALSE(r.ok());
@@ -90,15 +110,8 @@ TEST(ControlFrame, every_kind_and_op_round_trips) {
 }
 
 TEST(ControlFrame, acquire_answer_carries_an_inline_payload) {
-  std::string payload(16 * 1024, '\0');
-  for (size_t i = 0; i < payload.size(); ++i)
-    payload[i] = static_cast<char>(i * 31 + 7);
-  control_frame_view f;
-  f.kind = control_kind::answer;
-  f.op = control_op::acquire;
-  f.call_id = 9;
-  f.sender = 3;
-  f.body = R"({"eager":{"lease_id":3}})";
+  auto payload = patterned(16 * 1024, 31, 7);
+  auto f = answer_view(control_op::acquire, 9, 3, R"({"eager":{"lease_id":3}})");
   f.payload = payload;
   auto bytes = encode_control_frame(f);
   auto r = decode_control_frame(bytes.data(), bytes.size());
@@ -110,15 +123,8 @@ TEST(ControlFrame, acquire_answer_carries_an_inline_payload) {
 // A frame in parts: the last field stays where the caller keeps it (so an
 // answer's chunk leaves without a copy), and the parts in a row are the frame.
 TEST(ControlFrame, parts_view_the_last_field_and_join_to_the_frame) {
-  std::string chunk(512 * 1024, '\0');
-  for (size_t i = 0; i < chunk.size(); ++i)
-    chunk[i] = static_cast<char>(i * 13 + 1);
-  control_frame_view pull;
-  pull.kind = control_kind::answer;
-  pull.op = control_op::pull;
-  pull.call_id = 5;
-  pull.sender = 2;
-  pull.body = chunk;
+  auto chunk = patterned(512 * 1024, 13, 1);
+  auto pull = answer_view(control_op::pull, 5, 2, chunk);
   auto parts = encode_control_frame_parts(pull);
   EXPECT_EQ(parts.head.size(), control_frame_header_bytes);
   EXPECT_EQ(parts.tail.data(), chunk.data()); // a view, not a copy
@@ -223,11 +229,7 @@ TEST(ControlFrame, a_payload_only_rides_an_acquire_answer) {
   b[20] = 1;
   b.push_back('p');
   EXPECT_EQ(refusal_of(b), control_frame_refusal::payload_misplaced);
-  control_frame_view pull_answer;
-  pull_answer.kind = control_kind::answer;
-  pull_answer.op = control_op::pull;
-  pull_answer.call_id = 5;
-  pull_answer.sender = 3;
+  auto pull_answer = answer_view(control_op::pull, 5, 3, {});
   pull_answer.payload = "p";
   EXPECT_TRUE(encode_control_frame(pull_answer).empty());
   control_frame_view acquire_answer = pull_answer;
