@@ -91,19 +91,29 @@ void member_table::left(uint64_t worker_id, clock::time_point now) {
   auto m = member_endpoints_.find(worker_id);
   if (m == member_endpoints_.end())
     return;
+  // Its endpoints are dialled again at once: a join target until reached,
+  // a learned one for its few attempts. A member whose connection was cut
+  // (a stall past the heartbeat timeout) lives on, and when neither side is
+  // the other's join target nothing else would bring the two together; one
+  // that is gone costs those attempts (refused at once). A member reached
+  // through a join target is dialled by that name only.
+  bool by_join_target = false;
+  for (const auto& ep : m->second) {
+    auto i = endpoints_.find(ep);
+    by_join_target |= i != endpoints_.end() && i->second.member == worker_id
+                      && i->second.join_target;
+  }
   for (const auto& ep : m->second) {
     auto i = endpoints_.find(ep);
     if (i == endpoints_.end() || i->second.member != worker_id)
       continue;
-    if (i->second.join_target) {
-      i->second.member = 0;
-      i->second.failures = 0;
-      i->second.due = now;
-    } else if (!i->second.in_flight) {
+    if (by_join_target && !i->second.join_target && !i->second.in_flight) {
       endpoints_.erase(i);
-    } else {
-      i->second.member = 0;
+      continue;
     }
+    i->second.member = 0;
+    i->second.failures = 0;
+    i->second.due = now;
   }
   member_endpoints_.erase(m);
 }

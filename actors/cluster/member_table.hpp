@@ -4,7 +4,9 @@
 // the state of each: the configured join targets (dialled until reached,
 // and again whenever their member is gone, so a restarted seed is found
 // again), endpoints learned from members (dialled a few times, then
-// forgotten), dials in flight, and which member each reached endpoint is.
+// forgotten; again a few times when their member is gone, so two members
+// whose connection was cut find each other again), dials in flight, and
+// which member each reached endpoint is.
 // Must never: dial an endpoint twice at once, dial one that is a known
 // member, or dial this node itself again once it has been recognised.
 #pragma once
@@ -54,8 +56,8 @@ public:
   /// A member registered (its hello came in, or our dial's answer).
   void joined(uint64_t worker_id, const std::string& endpoint);
 
-  /// A member is gone: its endpoints become dialable again (a join target
-  /// is retried at once; a learned one is forgotten).
+  /// A member is gone: its endpoints are dialled again at once (a join
+  /// target until reached, a learned one for its attempts, then forgotten).
   void left(uint64_t worker_id, clock::time_point now);
 
   /// Every join target was reached at least once (or is this node).

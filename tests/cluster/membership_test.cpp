@@ -158,6 +158,32 @@ TEST(ClusterMembership, AHungMemberIsDroppedWithinTheHeartbeatTimeout) {
   c.thaw();
 }
 
+TEST(ClusterMembership, TwoMembersWhoseConnectionWasCutDialEachOtherAgain) {
+  // Neither is the other's join target: `local` dialled `a` by connect(),
+  // and `a` knows `local` from its hello. Nothing else would bring them
+  // back together (no join target, no third member to push either one).
+  node_process a{{"--heartbeat-interval-ms", "100", "--connection-timeout-ms", "1000"}};
+  node_config cfg;
+  cfg.heartbeat_interval_ms = 100;
+  cfg.connection_timeout_ms = 1000;
+  node local{cfg};
+  ASSERT_FALSE(local.start());
+  auto local_ep = "127.0.0.1:" + std::to_string(local.port());
+  ASSERT_TRUE(local.connect(a.endpoint()));
+  ASSERT_TRUE(eventually([&] { return lists(a, {local.worker_id()}); }, 20s));
+  // A stall past the connection timeout cuts the connection on both sides
+  // (local's heartbeat check here, a's own once it runs again).
+  ASSERT_TRUE(a.freeze());
+  auto local_lists_a = [&] {
+    auto ids = test::listed_members(local_ep);
+    return ids && ids->count(a.worker_id()) > 0;
+  };
+  EXPECT_TRUE(eventually([&] { return !local_lists_a(); }, 8s));
+  a.thaw();
+  EXPECT_TRUE(eventually([&] { return lists(a, {local.worker_id()}) && local_lists_a(); }, 20s))
+    << a.log();
+}
+
 TEST(ClusterMembership, OperationsAgainstALostMemberFailAtOnce) {
   node_process a;
   node_process c{{"--join", a.endpoint()}};

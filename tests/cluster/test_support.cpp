@@ -292,7 +292,12 @@ http_reply http_get(uint16_t port, const std::string& path) {
 
 std::optional<std::set<uint64_t>> listed_members(const node_process& n,
                                                  const std::vector<std::string>& extra_args) {
-  std::vector<std::string> args{"stat", "--node", n.endpoint(), "--json"};
+  return listed_members(n.endpoint(), extra_args);
+}
+
+std::optional<std::set<uint64_t>> listed_members(const std::string& endpoint,
+                                                 const std::vector<std::string>& extra_args) {
+  std::vector<std::string> args{"stat", "--node", endpoint, "--json"};
   args.insert(args.end(), extra_args.begin(), extra_args.end());
   auto r = run_ferry(args, 30s);
   if (r.exit_code != 0)

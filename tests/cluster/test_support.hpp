@@ -100,6 +100,9 @@ http_reply http_get(uint16_t port, const std::string& path);
 /// with `extra_args` such as TLS files); none when it did not answer.
 std::optional<std::set<uint64_t>> listed_members(const node_process& n,
                                                  const std::vector<std::string>& extra_args = {});
+/// The same for the node listening at `endpoint` (HOST:PORT).
+std::optional<std::set<uint64_t>> listed_members(const std::string& endpoint,
+                                                 const std::vector<std::string>& extra_args = {});
 
 /// GET http://127.0.0.1:port/metrics (the whole response).
 std::string scrape_metrics(uint16_t port);

@@ -108,7 +108,33 @@ TEST(MemberTable, AJoinTargetWhoseMemberLeftIsDialledAgainAtOnce) {
   EXPECT_FALSE(has(due, "seed-advertised:7000"));
   EXPECT_TRUE(t.ready()); // it was reached once: readiness stays
   t.left(10, now + 1s);
-  EXPECT_TRUE(t.learn("peer:7001", now + 1s)); // a learned member is forgotten
+  // A learned member is dialled again too (its connection may have been
+  // cut with both sides alive), and is known meanwhile.
+  EXPECT_FALSE(t.learn("peer:7001", now + 1s));
+  EXPECT_EQ(t.take_due(now + 1s), std::vector<std::string>{"peer:7001"});
+}
+
+TEST(MemberTable, ALearnedMemberThatLeftIsDialledForItsAttemptsThenForgotten) {
+  member_table::limits lim;
+  lim.learned_attempts = 2;
+  member_table t{{}, lim};
+  auto now = clock_type::now();
+  t.joined(4, "gone:7000"); // its hello made it known
+  t.left(4, now);
+  ASSERT_EQ(t.take_due(now), std::vector<std::string>{"gone:7000"});
+  EXPECT_TRUE(t.take_due(now).empty()); // not twice while in flight
+  t.dial_failed("gone:7000", now);
+  ASSERT_TRUE(t.next_due());
+  EXPECT_GT(*t.next_due(), now); // backing off
+  ASSERT_EQ(t.take_due(*t.next_due()), std::vector<std::string>{"gone:7000"});
+  t.dial_failed("gone:7000", now);
+  EXPECT_FALSE(t.next_due()); // forgotten after its attempts
+  EXPECT_TRUE(t.learn("gone:7000", now));
+  // One that answers is its member again, and is not dialled while it is.
+  t.take_due(now);
+  t.dialled("gone:7000", 5, false);
+  EXPECT_EQ(t.members(), 1u);
+  EXPECT_TRUE(t.take_due(now + 1h).empty());
 }
 
 TEST(MemberTable, AnIncomingHelloMakesItsEndpointKnown) {
