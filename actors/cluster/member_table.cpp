@@ -52,6 +52,7 @@ void member_table::dialled(const std::string& endpoint, uint64_t worker_id, bool
   auto& st = i->second;
   st.in_flight = false;
   st.failures = 0;
+  st.rejoining = false;
   st.reached_once = true;
   if (self) {
     self_endpoints_.insert(endpoint);
@@ -70,11 +71,12 @@ void member_table::dial_failed(const std::string& endpoint, clock::time_point no
   auto& st = i->second;
   st.in_flight = false;
   ++st.failures;
-  if (!st.join_target && st.failures >= lim_.learned_attempts) {
+  if (!st.join_target
+      && st.failures >= (st.rejoining ? lim_.rejoin_attempts : lim_.learned_attempts)) {
     endpoints_.erase(i);
     return;
   }
-  st.due = now + backoff(st.failures);
+  st.due = now + backoff(st.failures) + (st.rejoining ? jitter() : std::chrono::milliseconds{0});
 }
 
 void member_table::joined(uint64_t worker_id, const std::string& endpoint) {
@@ -84,6 +86,7 @@ void member_table::joined(uint64_t worker_id, const std::string& endpoint) {
   st.member = worker_id;
   st.reached_once = true;
   st.failures = 0;
+  st.rejoining = false;
   member_endpoints_[worker_id].insert(endpoint);
 }
 
@@ -91,12 +94,13 @@ void member_table::left(uint64_t worker_id, clock::time_point now) {
   auto m = member_endpoints_.find(worker_id);
   if (m == member_endpoints_.end())
     return;
-  // Its endpoints are dialled again at once: a join target until reached,
-  // a learned one for its few attempts. A member whose connection was cut
-  // (a stall past the heartbeat timeout) lives on, and when neither side is
-  // the other's join target nothing else would bring the two together; one
-  // that is gone costs those attempts (refused at once). A member reached
-  // through a join target is dialled by that name only.
+  // Its endpoints are dialled again: a join target at once and until
+  // reached, a learned one soon (within rejoin_jitter) for rejoin_attempts.
+  // A member whose connection was cut (a stall past the heartbeat timeout)
+  // lives on, and when neither side is the other's join target nothing
+  // else would bring the two together; one that is gone costs those
+  // attempts. A member reached through a join target is dialled by that
+  // name only.
   bool by_join_target = false;
   for (const auto& ep : m->second) {
     auto i = endpoints_.find(ep);
@@ -111,9 +115,11 @@ void member_table::left(uint64_t worker_id, clock::time_point now) {
       endpoints_.erase(i);
       continue;
     }
-    i->second.member = 0;
-    i->second.failures = 0;
-    i->second.due = now;
+    auto& st = i->second;
+    st.member = 0;
+    st.failures = 0;
+    st.rejoining = !st.join_target;
+    st.due = st.join_target ? now : now + jitter();
   }
   member_endpoints_.erase(m);
 }
@@ -141,6 +147,13 @@ std::vector<std::string> member_table::unreached() const {
     if (st.join_target && !st.reached_once)
       out.push_back(ep);
   return out;
+}
+
+std::chrono::milliseconds member_table::jitter() {
+  if (lim_.rejoin_jitter.count() <= 0)
+    return std::chrono::milliseconds{0};
+  std::uniform_int_distribution<int64_t> d{0, lim_.rejoin_jitter.count()};
+  return std::chrono::milliseconds{d(rng_)};
 }
 
 std::chrono::milliseconds member_table::backoff(uint32_t failures) const {

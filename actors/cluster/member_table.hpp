@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -29,6 +30,14 @@ public:
     std::chrono::milliseconds first_retry{250};
     std::chrono::milliseconds max_retry{5000};
     uint32_t learned_attempts = 3; // a learned endpoint is forgotten after these
+    // A learned endpoint whose member left: tried this many times (with the
+    // backoff, about 20 s in all), so a member stalled or cut off for that
+    // long is found again; a member that is gone is refused at each.
+    uint32_t rejoin_attempts = 8;
+    // Up to this much later, at random, a learned endpoint is dialled
+    // again: both sides of a cut dial each other, and dials that cross can
+    // both be closed by CAF as redundant; spread apart, one gets through.
+    std::chrono::milliseconds rejoin_jitter{200};
     size_t max_endpoints = 4096;   // learned endpoints beyond this are ignored
   };
 
@@ -56,8 +65,9 @@ public:
   /// A member registered (its hello came in, or our dial's answer).
   void joined(uint64_t worker_id, const std::string& endpoint);
 
-  /// A member is gone: its endpoints are dialled again at once (a join
-  /// target until reached, a learned one for its attempts, then forgotten).
+  /// A member is gone: its endpoints are dialled again, a join target at
+  /// once and until reached, a learned one within rejoin_jitter and for its
+  /// rejoin_attempts, then forgotten.
   void left(uint64_t worker_id, clock::time_point now);
 
   /// Every join target was reached at least once (or is this node).
@@ -76,17 +86,20 @@ private:
     bool join_target = false;
     bool reached_once = false;
     bool in_flight = false;
+    bool rejoining = false; // learned, and its member left: rejoin_attempts
     uint64_t member = 0; // the member at this endpoint (0: none now)
     uint32_t failures = 0;
     clock::time_point due{};
   };
 
   std::chrono::milliseconds backoff(uint32_t failures) const;
+  std::chrono::milliseconds jitter();
 
   limits lim_;
   std::set<std::string> self_endpoints_;
   std::map<std::string, endpoint_state> endpoints_;
   std::map<uint64_t, std::set<std::string>> member_endpoints_;
+  std::minstd_rand rng_{std::random_device{}()};
 };
 
 } // namespace ferry

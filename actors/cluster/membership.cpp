@@ -1,5 +1,6 @@
 #include "actors/cluster/membership.hpp"
 
+#include <algorithm>
 
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
@@ -18,6 +19,12 @@ namespace {
 
 // A member's list is bounded like the table it feeds.
 constexpr size_t max_listed_members = 4096;
+
+// How long a probe waits for a TCP answer. A live host answers a connect at
+// once, even when the process behind the port is stopped (its kernel
+// does); one that drops packets costs this much of the prober, which runs
+// one probe at a time, at each of a departed member's redials.
+constexpr std::chrono::milliseconds max_probe_wait{2000};
 
 struct membership_state {
   membership_params params;
@@ -96,8 +103,9 @@ void dial(membership_ptr self, const std::string& ep) {
   auto timeout = self->state.params.request_timeout;
   // CAF's connect blocks its middleman on an address that drops packets:
   // only one that answered a bounded probe is dialled.
+  auto probe_wait = std::min(timeout, max_probe_wait);
   self->request(self->state.params.prober, timeout + std::chrono::seconds{5},
-                probe_atom::value, host, port, static_cast<uint64_t>(timeout.count()))
+                probe_atom::value, host, port, static_cast<uint64_t>(probe_wait.count()))
     .then([=](caf::ok_atom) { connect_and_hello(self, ep, host, port); },
           [=](caf::error& err) { failed(self, ep, describe(err)); });
 }

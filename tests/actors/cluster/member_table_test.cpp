@@ -109,28 +109,37 @@ TEST(MemberTable, AJoinTargetWhoseMemberLeftIsDialledAgainAtOnce) {
   EXPECT_TRUE(t.ready()); // it was reached once: readiness stays
   t.left(10, now + 1s);
   // A learned member is dialled again too (its connection may have been
-  // cut with both sides alive), and is known meanwhile.
+  // cut with both sides alive), within the jitter, and is known meanwhile.
   EXPECT_FALSE(t.learn("peer:7001", now + 1s));
-  EXPECT_EQ(t.take_due(now + 1s), std::vector<std::string>{"peer:7001"});
+  EXPECT_EQ(t.take_due(now + 1s + member_table::limits{}.rejoin_jitter),
+            std::vector<std::string>{"peer:7001"});
 }
 
 TEST(MemberTable, ALearnedMemberThatLeftIsDialledForItsAttemptsThenForgotten) {
   member_table::limits lim;
-  lim.learned_attempts = 2;
+  lim.learned_attempts = 1;
+  lim.rejoin_attempts = 3;
+  lim.rejoin_jitter = 100ms;
   member_table t{{}, lim};
   auto now = clock_type::now();
   t.joined(4, "gone:7000"); // its hello made it known
   t.left(4, now);
-  ASSERT_EQ(t.take_due(now), std::vector<std::string>{"gone:7000"});
-  EXPECT_TRUE(t.take_due(now).empty()); // not twice while in flight
-  t.dial_failed("gone:7000", now);
   ASSERT_TRUE(t.next_due());
-  EXPECT_GT(*t.next_due(), now); // backing off
-  ASSERT_EQ(t.take_due(*t.next_due()), std::vector<std::string>{"gone:7000"});
+  EXPECT_LE(*t.next_due(), now + lim.rejoin_jitter); // soon, at a random point
+  ASSERT_EQ(t.take_due(now + lim.rejoin_jitter), std::vector<std::string>{"gone:7000"});
+  EXPECT_TRUE(t.take_due(now + 1h).empty()); // not twice while in flight
+  // rejoin_attempts, not learned_attempts, then forgotten.
+  for (int attempt = 1; attempt < 3; ++attempt) {
+    t.dial_failed("gone:7000", now);
+    ASSERT_TRUE(t.next_due()) << attempt;
+    EXPECT_GE(*t.next_due(), now + lim.first_retry); // backing off
+    ASSERT_EQ(t.take_due(*t.next_due()), std::vector<std::string>{"gone:7000"});
+  }
   t.dial_failed("gone:7000", now);
   EXPECT_FALSE(t.next_due()); // forgotten after its attempts
   EXPECT_TRUE(t.learn("gone:7000", now));
-  // One that answers is its member again, and is not dialled while it is.
+  // Learned afresh, it has learned_attempts again; one that answers is its
+  // member, and is not dialled while it is.
   t.take_due(now);
   t.dialled("gone:7000", 5, false);
   EXPECT_EQ(t.members(), 1u);
