@@ -4,7 +4,7 @@
 // the state of each: the configured join targets (dialled until reached,
 // and again whenever their member is gone, so a restarted seed is found
 // again), endpoints learned from members (dialled a few times, then
-// forgotten; again a few times when their member is gone, so two members
+// forgotten; again for about 20 s when their member is gone, so two members
 // whose connection was cut find each other again), dials in flight, and
 // which member each reached endpoint is.
 // Must never: dial an endpoint twice at once, dial one that is a known

@@ -5,7 +5,7 @@
 // itself to each (the hello), has the local gateway register the answer,
 // pulls the member's own member list and dials whoever it does not know.
 // A member that left is dialled again: a join target until reached, any
-// other for a few tries (a cut connection between two live members heals).
+// other for about 20 s (a cut connection between two live members heals).
 // The gateway tells it of members that registered or left, and passes on
 // members that peers push to it. `ready` turns true once every join target
 // was reached (the /readyz endpoint reads it).

@@ -167,7 +167,7 @@ TEST(ClusterMembership, TwoMembersWhoseConnectionWasCutDialEachOtherAgain) {
   node_process a;
   node local{node_config{}};
   ASSERT_FALSE(local.start());
-  auto local_ep = "127.0.0.1:" + std::to_string(local.port());
+  auto local_ep = endpoint_text("127.0.0.1", local.port());
   ASSERT_TRUE(local.connect(a.endpoint()));
   ASSERT_TRUE(eventually([&] { return lists(a, {local.worker_id()}); }, 20s));
   // A stall past the connection timeout cuts the connection on both sides
