@@ -40,6 +40,7 @@
 
 #include "protocol/control_frame.hpp"
 #include "rdma/control_calls.hpp"
+#include "rdma/received_bytes.hpp"
 
 namespace ferry {
 
@@ -73,7 +74,7 @@ public:
   control_message() = default;
 
   /// Keeps `bytes`; `body` and `payload` are views into them.
-  static control_message keep(std::vector<uint8_t> bytes, std::string_view body,
+  static control_message keep(received_bytes bytes, std::string_view body,
                               std::string_view payload) {
     control_message m;
     const auto* base = reinterpret_cast<const char*>(bytes.data());
@@ -95,7 +96,7 @@ private:
     return {reinterpret_cast<const char*>(bytes_.data()) + at, len};
   }
 
-  std::vector<uint8_t> bytes_;
+  received_bytes bytes_; // owned, or UCX's buffer held (no copy)
   size_t body_at_ = 0;
   size_t body_len_ = 0;
   size_t payload_at_ = 0;
@@ -241,7 +242,7 @@ public:
   /// The bytes of one active message, kept by what it becomes (a call or
   /// an answer views its body in them). `max_error_code`: the highest code
   /// an error answer may carry.
-  received receive(std::vector<uint8_t> bytes, uint8_t max_error_code) {
+  received receive(received_bytes bytes, uint8_t max_error_code) {
     auto r = decode_control_frame(bytes.data(), bytes.size());
     if (!r.ok())
       return drop(control_drop::malformed);

@@ -1,10 +1,26 @@
 #include "rdma/ucx_active_message.hpp"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 #include <string>
+#include <utility>
 
 #include <spdlog/spdlog.h>
+
+// A buffer kept for good (held past its inbox) is a leak by design, logged
+// at close: LeakSanitizer is told so, so that it reports only real ones.
+#if defined(__SANITIZE_ADDRESS__)
+#define FERRY_LEAK_CHECKED 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(leak_sanitizer)
+#define FERRY_LEAK_CHECKED 1
+#endif
+#endif
+#ifdef FERRY_LEAK_CHECKED
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace ferry {
 
@@ -51,6 +67,62 @@ ucp_ep_h reply_ep_of(const ucp_am_recv_param_t* param) {
 
 } // namespace
 
+/// Shared by an inbox and every message it handed out in UCX's buffer.
+struct ucx_am_holds {
+  struct let_go {
+    void* desc;
+    size_t bytes;
+  };
+
+  explicit ucx_am_holds(ucx_worker_ptr w) : worker(std::move(w)) {}
+
+  std::mutex mutex;
+  std::condition_variable holder_let_go;
+  std::vector<let_go> to_give_back; // let go, for the worker's thread
+  size_t held = 0;                  // handed out, not given back to UCX yet
+  size_t held_bytes = 0;
+  bool closed = false;              // the inbox is gone: nothing is given back
+  // The buffers live in the worker's memory pools or its transports' ones:
+  // it stays alive while any is held.
+  ucx_worker_ptr worker;
+};
+
+namespace {
+
+/// One message's UCX buffer, while its holders hold it.
+class held_buffer {
+public:
+  held_buffer(std::shared_ptr<ucx_am_holds> holds, void* desc, size_t bytes)
+    : holds_(std::move(holds)), desc_(desc), bytes_(bytes) {}
+  held_buffer(const held_buffer&) = delete;
+  held_buffer& operator=(const held_buffer&) = delete;
+
+  ~held_buffer() {
+    std::lock_guard<std::mutex> lock{holds_->mutex};
+    if (holds_->closed) { // kept for good: UCX is not called off its thread
+      --holds_->held;
+      holds_->held_bytes -= bytes_;
+#ifdef FERRY_LEAK_CHECKED
+      __lsan_ignore_object(desc_);
+#endif
+      return;
+    }
+    holds_->to_give_back.push_back({desc_, bytes_});
+    holds_->holder_let_go.notify_all();
+  }
+
+private:
+  std::shared_ptr<ucx_am_holds> holds_;
+  void* desc_;
+  size_t bytes_;
+};
+
+} // namespace
+
+ucx_am_inbox::ucx_am_inbox(ucx_worker_ptr worker, unsigned id, ucx_am_limits limits)
+  : worker_(std::move(worker)), id_(id), limits_(limits),
+    holds_(std::make_shared<ucx_am_holds>(worker_)) {}
+
 ucx_result<std::unique_ptr<ucx_am_inbox>>
 ucx_am_inbox::listen(const ucx_worker& worker, unsigned id, ucx_am_limits limits) {
   std::unique_ptr<ucx_am_inbox> inbox{new ucx_am_inbox(worker.shared_native(), id, limits)};
@@ -72,6 +144,7 @@ ucx_am_inbox::~ucx_am_inbox() {
   p.id = id_;
   p.cb = nullptr;
   ucp_worker_set_am_recv_handler(worker_.get(), &p);
+  ready_.clear(); // their held buffers are let go, given back below
   for (auto& r : announced_)
     ucp_am_data_release(worker_.get(), r->desc); // never received: UCX drops it
   announced_.clear();
@@ -86,6 +159,74 @@ ucx_am_inbox::~ucx_am_inbox() {
                  r->bytes.size());
     r.release(); // UCX may still write it and call back into it
   }
+  close_holds();
+}
+
+size_t ucx_am_inbox::held_now() const {
+  std::lock_guard<std::mutex> lock{holds_->mutex};
+  return holds_->held;
+}
+
+size_t ucx_am_inbox::held_bytes_now() const {
+  std::lock_guard<std::mutex> lock{holds_->mutex};
+  return holds_->held_bytes;
+}
+
+namespace {
+
+/// Gives the buffers let go of back to UCX (on the worker's thread); the
+/// bytes they had.
+size_t give_back(ucp_worker_h worker, const std::vector<ucx_am_holds::let_go>& let_go) {
+  size_t bytes = 0;
+  for (const auto& b : let_go) {
+    ucp_am_data_release(worker, b.desc);
+    bytes += b.bytes;
+  }
+  return bytes;
+}
+
+} // namespace
+
+void ucx_am_inbox::give_back_let_go() {
+  std::vector<ucx_am_holds::let_go> let_go;
+  {
+    std::lock_guard<std::mutex> lock{holds_->mutex};
+    if (holds_->to_give_back.empty())
+      return;
+    let_go.swap(holds_->to_give_back);
+  }
+  auto bytes = give_back(worker_.get(), let_go); // UCX called outside the lock
+  std::lock_guard<std::mutex> lock{holds_->mutex};
+  holds_->held -= let_go.size();
+  holds_->held_bytes -= bytes;
+}
+
+void ucx_am_inbox::close_holds() {
+  auto until = std::chrono::steady_clock::now() + limits_.hold_wait;
+  std::unique_lock<std::mutex> lock{holds_->mutex};
+  for (;;) {
+    holds_->held_bytes -= give_back(worker_.get(), holds_->to_give_back);
+    holds_->held -= holds_->to_give_back.size();
+    holds_->to_give_back.clear();
+    if (holds_->held == 0)
+      break;
+    if (!holds_->holder_let_go.wait_until(lock, until,
+                                          [&] { return !holds_->to_give_back.empty(); }))
+      break;
+  }
+  if (holds_->held > 0)
+    spdlog::warn("{} UCX active message buffers ({} bytes) still held at close: they are "
+                 "kept, and the worker with them, until their holders let go",
+                 holds_->held, holds_->held_bytes);
+  holds_->closed = true;
+}
+
+bool ucx_am_inbox::can_hold(size_t length, const ucp_am_recv_param_t* param) const {
+  if ((param->recv_attr & UCP_AM_RECV_ATTR_FLAG_DATA) == 0 || length < limits_.hold_from)
+    return false;
+  std::lock_guard<std::mutex> lock{holds_->mutex};
+  return holds_->held_bytes <= limits_.max_held_bytes
+         && length <= limits_.max_held_bytes - holds_->held_bytes;
 }
 
 bool ucx_am_inbox::room_for(size_t length) const noexcept {
@@ -105,8 +246,19 @@ ucs_status_t ucx_am_inbox::on_message(const void* data, size_t length,
     return rndv ? UCS_ERR_NO_RESOURCE : UCS_OK;
   }
   queued_bytes_ += length;
+  const auto* p = static_cast<const uint8_t*>(data);
+  if (!rndv && can_hold(length, param)) { // UCX's buffer, kept until let go
+    {
+      std::lock_guard<std::mutex> lock{holds_->mutex};
+      ++holds_->held;
+      holds_->held_bytes += length;
+    }
+    auto hold = std::make_shared<held_buffer>(holds_, const_cast<void*>(data), length);
+    ready_.push_back(ucx_am_message{received_bytes{p, length, std::move(hold)},
+                                    reply_ep_of(param)});
+    return UCS_INPROGRESS;
+  }
   if (!rndv) { // the bytes are valid during this call only: copied out
-    const auto* p = static_cast<const uint8_t*>(data);
     ready_.push_back(ucx_am_message{std::vector<uint8_t>(p, p + length), reply_ep_of(param)});
     return UCS_OK;
   }
@@ -171,6 +323,7 @@ void ucx_am_inbox::collect_receives() {
 }
 
 std::optional<ucx_am_message> ucx_am_inbox::next() {
+  give_back_let_go();
   start_receives();
   collect_receives();
   if (ready_.empty())
@@ -179,6 +332,8 @@ std::optional<ucx_am_message> ucx_am_inbox::next() {
   ready_.pop_front();
   queued_bytes_ -= m.bytes.size();
   ++stats_.received;
+  if (m.bytes.held())
+    ++stats_.held;
   return m;
 }
 

@@ -301,6 +301,8 @@ std::string ucx_control_channel::stat() const {
                         {"answers_received", answers_received_},
                         {"inbox",
                          {{"received", in.received},
+                          {"held", in.held},
+                          {"held_now", inbox_->held_now()},
                           {"too_large", in.too_large},
                           {"queue_full", in.queue_full},
                           {"failed", in.failed}}},

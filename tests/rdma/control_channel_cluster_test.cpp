@@ -169,6 +169,11 @@ TEST_P(ControlChannelCluster, RendezvousCallsGoOverActiveMessagesBothWays) {
   EXPECT_EQ(stat["calls_out"], 0);
   for (auto& [why, count] : stat["dropped"].items())
     EXPECT_EQ(count, 0) << why;
+  // The three chunks of the chunked get reached our consumer in UCX's own
+  // buffers, with no copy, and each buffer went back to UCX once written.
+  EXPECT_GE(stat["inbox"]["held"].get<int>(), 3);
+  EXPECT_TRUE(eventually([&] { return channel_stat(*local)["inbox"]["held_now"] == 0; }))
+    << channel_stat(*local).dump();
   // The pair's tokens are nobody else's business: the peer shows "ucx_am".
   auto text = client->stat(remote_gateway());
   ASSERT_TRUE(text);

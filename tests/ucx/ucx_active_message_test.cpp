@@ -8,7 +8,9 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "protocol/control_frame.hpp"
@@ -200,6 +202,116 @@ TEST_P(ControlChannelUcx, ASendIsInFlightUntilItCompletes) {
   EXPECT_EQ(c.sends.failed, 0u);
   c.inbox.reset();
   EXPECT_TRUE(child.quit());
+}
+
+// A large eager message (a pull's chunk) is handed out in the buffer UCX
+// assembled it in, with no copy, and that buffer goes back to UCX only
+// once its holder lets go; a small one is copied out at once.
+TEST_P(ControlChannelUcx, LargeEagerMessagesAreHandedOutInUcxsBufferUntilLetGo) {
+  test::owner_child child(GetParam(), 4096, true);
+  ASSERT_TRUE(child.ok()) << child.error();
+  caller c(GetParam(), child.offer());
+  ASSERT_TRUE(c.stack.ok()) << c.stack.error;
+  ASSERT_TRUE(c.send(chunk_frame(1, 4096), test::am_echo_eager_call));
+  auto small = c.await_message();
+  ASSERT_TRUE(small);
+  EXPECT_FALSE(small->bytes.held());
+  EXPECT_EQ(c.inbox->held_now(), 0u);
+  // Two chunks, both kept by this test while it looks at them.
+  auto first = chunk_frame(2, 512 * 1024);
+  auto second = chunk_frame(3, 1u << 20);
+  ASSERT_TRUE(c.send(first, test::am_echo_eager_call));
+  ASSERT_TRUE(c.send(second, test::am_echo_eager_call));
+  auto m1 = c.await_message();
+  auto m2 = c.await_message();
+  ASSERT_TRUE(m1 && m2);
+  EXPECT_TRUE(m1->bytes.held());
+  EXPECT_TRUE(m2->bytes.held());
+  EXPECT_EQ(test::checksum(m1->bytes.data(), m1->bytes.size()),
+            test::checksum(first.data(), first.size()));
+  EXPECT_EQ(test::checksum(m2->bytes.data(), m2->bytes.size()),
+            test::checksum(second.data(), second.size()));
+  EXPECT_EQ(c.inbox->held_now(), 2u);
+  EXPECT_EQ(c.inbox->held_bytes_now(), first.size() + second.size());
+  // Let go of one on another thread, as a consumer actor does: the buffer
+  // is given back on this (the worker's) thread, at the next next().
+  std::thread([m = std::move(m1)]() mutable { m.reset(); }).join();
+  EXPECT_EQ(c.inbox->held_now(), 2u); // let go, not given back yet
+  EXPECT_FALSE(c.inbox->next());
+  EXPECT_EQ(c.inbox->held_now(), 1u);
+  EXPECT_EQ(c.inbox->held_bytes_now(), second.size());
+  m2.reset();
+  EXPECT_FALSE(c.inbox->next());
+  EXPECT_EQ(c.inbox->held_now(), 0u);
+  EXPECT_EQ(c.inbox->held_bytes_now(), 0u);
+  EXPECT_EQ(c.inbox->stats().held, 2u);
+  EXPECT_EQ(c.inbox->stats().received, 3u);
+  c.inbox.reset();
+  EXPECT_TRUE(child.quit());
+}
+
+// Buffers held beyond max_held_bytes are not taken from UCX: the message
+// over the bound is copied out, and holding resumes once one is let go.
+TEST_P(ControlChannelUcx, MessagesOverTheHeldBoundAreCopiedOut) {
+  test::owner_child child(GetParam(), 4096, true);
+  ASSERT_TRUE(child.ok()) << child.error();
+  ucx_am_limits limits;
+  limits.max_held_bytes = 600 * 1024; // one 512 KiB chunk, not two
+  caller c(GetParam(), child.offer(), limits);
+  ASSERT_TRUE(c.stack.ok()) << c.stack.error;
+  std::vector<std::vector<uint8_t>> frames;
+  std::vector<std::optional<ucx_am_message>> got;
+  for (uint64_t id = 1; id <= 2; ++id) {
+    frames.push_back(chunk_frame(id, 512 * 1024));
+    ASSERT_TRUE(c.send(frames.back(), test::am_echo_eager_call));
+    got.push_back(c.await_message());
+    ASSERT_TRUE(got.back());
+  }
+  EXPECT_TRUE(got[0]->bytes.held());
+  EXPECT_FALSE(got[1]->bytes.held()); // over the bound: copied
+  for (size_t i = 0; i < 2; ++i)
+    EXPECT_EQ(test::checksum(got[i]->bytes.data(), got[i]->bytes.size()),
+              test::checksum(frames[i].data(), frames[i].size()));
+  EXPECT_EQ(c.inbox->held_now(), 1u);
+  got.clear();
+  EXPECT_FALSE(c.inbox->next());
+  EXPECT_EQ(c.inbox->held_now(), 0u);
+  auto again = chunk_frame(3, 512 * 1024);
+  ASSERT_TRUE(c.send(again, test::am_echo_eager_call));
+  auto m = c.await_message();
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->bytes.held()); // room again
+  EXPECT_EQ(c.inbox->stats().held, 2u);
+  m.reset();
+  c.inbox.reset();
+  EXPECT_TRUE(child.quit());
+}
+
+// A buffer still held when its inbox closes stays readable (never given
+// back to UCX, and the worker lives on with it) until its holder drops it.
+TEST_P(ControlChannelUcx, ABufferHeldPastItsInboxStaysReadable) {
+  test::owner_child child(GetParam(), 4096, true);
+  ASSERT_TRUE(child.ok()) << child.error();
+  ucx_am_limits limits;
+  limits.hold_wait = std::chrono::milliseconds{0};
+  caller c(GetParam(), child.offer(), limits);
+  ASSERT_TRUE(c.stack.ok()) << c.stack.error;
+  auto frame = chunk_frame(1, 512 * 1024);
+  ASSERT_TRUE(c.send(frame, test::am_echo_eager_call));
+  auto m = c.await_message();
+  ASSERT_TRUE(m);
+  ASSERT_TRUE(m->bytes.held());
+  std::weak_ptr<ucp_worker> worker = c.stack.worker->shared_native();
+  c.inbox.reset(); // closes with the buffer held
+  EXPECT_TRUE(child.quit());
+  c.stack.ep.reset(); // this test's own references to the worker go
+  c.stack.worker.reset();
+  c.stack.ctx.reset();
+  EXPECT_FALSE(worker.expired()); // the held buffer keeps it
+  EXPECT_EQ(test::checksum(m->bytes.data(), m->bytes.size()),
+            test::checksum(frame.data(), frame.size()));
+  m.reset();
+  EXPECT_TRUE(worker.expired());
 }
 
 TEST_P(ControlChannelUcx, AnInboxTakesNothingOverItsBounds) {

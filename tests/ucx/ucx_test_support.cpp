@@ -272,14 +272,14 @@ int run_child(int fd, std::size_t region_bytes, bool active_messages) {
       if (!m)
         break;
       if (m->reply_ep != nullptr)
-        post_am(m->reply_ep, am_echo_answer, std::move(m->bytes), false, echo_sends);
+        post_am(m->reply_ep, am_echo_answer, std::move(m->bytes).to_vector(), false, echo_sends);
     }
     while (echo_eager) {
       auto m = echo_eager->next();
       if (!m)
         break;
       if (m->reply_ep != nullptr)
-        post_am(m->reply_ep, am_echo_answer, std::move(m->bytes), false, echo_sends, 0, 0,
+        post_am(m->reply_ep, am_echo_answer, std::move(m->bytes).to_vector(), false, echo_sends, 0, 0,
                 am_protocol::eager_only);
     }
   }
