@@ -5,7 +5,10 @@
 // whose lifetime a slot does not own, is copied into a chunk instead). On
 // the consumer it owns a buffer the deserializer fills without zeroing it
 // first. Between actors
-// of one node the view itself arrives: no copy at all.
+// of one node the view itself arrives: no copy at all. On the control
+// channel (UCX active messages) a chunk is a view of UCX's own receive
+// buffer, given back to UCX when the last view goes: copy it out, never
+// keep it longer than writing it takes.
 // On the wire it is a byte sequence (length, then the raw bytes).
 // Must never: be written through; the viewed memory must not change while
 // any chunk_bytes refers to it (staged payloads are immutable).

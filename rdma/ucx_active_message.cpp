@@ -3,6 +3,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -28,7 +29,12 @@ namespace {
 
 ucs_status_t take_message(void* arg, const void*, size_t, void* data, size_t length,
                           const ucp_am_recv_param_t* param) {
-  return static_cast<ucx_am_inbox*>(arg)->on_message(data, length, param);
+  try {
+    return static_cast<ucx_am_inbox*>(arg)->on_message(data, length, param);
+  } catch (const std::exception& e) { // never through UCX's C frames
+    spdlog::warn("UCX active message of {} bytes dropped: {}", length, e.what());
+    return (param->recv_attr & UCP_AM_RECV_ATTR_FLAG_RNDV) != 0 ? UCS_ERR_NO_MEMORY : UCS_OK;
+  }
 }
 
 /// The bytes of one send, kept until UCX completes it.
@@ -98,17 +104,23 @@ public:
   held_buffer& operator=(const held_buffer&) = delete;
 
   ~held_buffer() {
-    std::lock_guard<std::mutex> lock{holds_->mutex};
-    if (holds_->closed) { // kept for good: UCX is not called off its thread
-      --holds_->held;
-      holds_->held_bytes -= bytes_;
+    {
+      std::lock_guard<std::mutex> lock{holds_->mutex};
+      if (holds_->closed) { // kept for good: UCX is not called off its thread
+        --holds_->held;
+        holds_->held_bytes -= bytes_;
 #ifdef FERRY_LEAK_CHECKED
-      __lsan_ignore_object(desc_);
+        __lsan_ignore_object(desc_);
 #endif
-      return;
+        return;
+      }
+      holds_->to_give_back.push_back({desc_, bytes_});
+      holds_->holder_let_go.notify_all();
     }
-    holds_->to_give_back.push_back({desc_, bytes_});
-    holds_->holder_let_go.notify_all();
+    // The worker's thread gives it back at its next next(): woken for it,
+    // so that a sleeping engine does not keep the buffer (the one UCX call
+    // any thread may make).
+    ucp_worker_signal(holds_->worker.get());
   }
 
 private:
@@ -205,9 +217,13 @@ void ucx_am_inbox::close_holds() {
   auto until = std::chrono::steady_clock::now() + limits_.hold_wait;
   std::unique_lock<std::mutex> lock{holds_->mutex};
   for (;;) {
-    holds_->held_bytes -= give_back(worker_.get(), holds_->to_give_back);
-    holds_->held -= holds_->to_give_back.size();
-    holds_->to_give_back.clear();
+    std::vector<ucx_am_holds::let_go> let_go;
+    let_go.swap(holds_->to_give_back);
+    lock.unlock(); // UCX called outside the lock, as in give_back_let_go
+    auto bytes = give_back(worker_.get(), let_go);
+    lock.lock();
+    holds_->held -= let_go.size();
+    holds_->held_bytes -= bytes;
     if (holds_->held == 0)
       break;
     if (!holds_->holder_let_go.wait_until(lock, until,
@@ -245,21 +261,31 @@ ucs_status_t ucx_am_inbox::on_message(const void* data, size_t length,
     ++stats_.queue_full;
     return rndv ? UCS_ERR_NO_RESOURCE : UCS_OK;
   }
-  queued_bytes_ += length;
+  // What may throw (bad_alloc: take_message drops the message) comes
+  // before anything is counted or kept.
   const auto* p = static_cast<const uint8_t*>(data);
   if (!rndv && can_hold(length, param)) { // UCX's buffer, kept until let go
+    ready_.emplace_back();
+    std::shared_ptr<held_buffer> hold;
+    try {
+      hold = std::make_shared<held_buffer>(holds_, const_cast<void*>(data), length);
+    } catch (...) {
+      ready_.pop_back();
+      throw;
+    }
     {
       std::lock_guard<std::mutex> lock{holds_->mutex};
       ++holds_->held;
       holds_->held_bytes += length;
     }
-    auto hold = std::make_shared<held_buffer>(holds_, const_cast<void*>(data), length);
-    ready_.push_back(ucx_am_message{received_bytes{p, length, std::move(hold)},
-                                    reply_ep_of(param)});
+    ready_.back() = ucx_am_message{received_bytes{p, length, std::move(hold)},
+                                   reply_ep_of(param)};
+    queued_bytes_ += length;
     return UCS_INPROGRESS;
   }
   if (!rndv) { // the bytes are valid during this call only: copied out
     ready_.push_back(ucx_am_message{std::vector<uint8_t>(p, p + length), reply_ep_of(param)});
+    queued_bytes_ += length;
     return UCS_OK;
   }
   // Rendezvous: the descriptor stays valid; its receive starts in next(),
@@ -269,6 +295,7 @@ ucs_status_t ucx_am_inbox::on_message(const void* data, size_t length,
   r->bytes.resize(length);
   r->reply_ep = reply_ep_of(param);
   announced_.push_back(std::move(r));
+  queued_bytes_ += length;
   return UCS_INPROGRESS;
 }
 

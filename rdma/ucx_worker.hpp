@@ -6,7 +6,10 @@
 // Threading: the worker belongs to one thread, the one that calls progress()
 // and wait_for_events() and that creates and destroys everything made on it.
 // signal() is the only member another thread may call, and only while the
-// worker object is alive.
+// worker object is alive. One exception to the destroying: a share of the
+// native worker held past its owner (a message buffer held past its inbox,
+// ucx_active_message.hpp) destroys it on the thread that drops the last
+// share, once nothing else uses it.
 // Must never: spin while waiting (wait_for_events sleeps in poll), or be
 // touched by two threads at once (UCX gives no locking in SINGLE mode).
 #pragma once
