@@ -184,21 +184,6 @@ size_t ucx_am_inbox::held_bytes_now() const {
   return holds_->held_bytes;
 }
 
-namespace {
-
-/// Gives the buffers let go of back to UCX (on the worker's thread); the
-/// bytes they had.
-size_t give_back(ucp_worker_h worker, const std::vector<ucx_am_holds::let_go>& let_go) {
-  size_t bytes = 0;
-  for (const auto& b : let_go) {
-    ucp_am_data_release(worker, b.desc);
-    bytes += b.bytes;
-  }
-  return bytes;
-}
-
-} // namespace
-
 void ucx_am_inbox::give_back_let_go() {
   std::vector<ucx_am_holds::let_go> let_go;
   {
@@ -207,7 +192,11 @@ void ucx_am_inbox::give_back_let_go() {
       return;
     let_go.swap(holds_->to_give_back);
   }
-  auto bytes = give_back(worker_.get(), let_go); // UCX called outside the lock
+  size_t bytes = 0;
+  for (const auto& b : let_go) { // UCX called outside the lock
+    ucp_am_data_release(worker_.get(), b.desc);
+    bytes += b.bytes;
+  }
   std::lock_guard<std::mutex> lock{holds_->mutex};
   holds_->held -= let_go.size();
   holds_->held_bytes -= bytes;
@@ -215,20 +204,14 @@ void ucx_am_inbox::give_back_let_go() {
 
 void ucx_am_inbox::close_holds() {
   auto until = std::chrono::steady_clock::now() + limits_.hold_wait;
+  give_back_let_go();
   std::unique_lock<std::mutex> lock{holds_->mutex};
-  for (;;) {
-    std::vector<ucx_am_holds::let_go> let_go;
-    let_go.swap(holds_->to_give_back);
-    lock.unlock(); // UCX called outside the lock, as in give_back_let_go
-    auto bytes = give_back(worker_.get(), let_go);
+  while (holds_->held > 0
+         && holds_->holder_let_go.wait_until(lock, until,
+                                             [&] { return !holds_->to_give_back.empty(); })) {
+    lock.unlock();
+    give_back_let_go();
     lock.lock();
-    holds_->held -= let_go.size();
-    holds_->held_bytes -= bytes;
-    if (holds_->held == 0)
-      break;
-    if (!holds_->holder_let_go.wait_until(lock, until,
-                                          [&] { return !holds_->to_give_back.empty(); }))
-      break;
   }
   if (holds_->held > 0)
     spdlog::warn("{} UCX active message buffers ({} bytes) still held at close: they are "
