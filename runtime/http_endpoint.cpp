@@ -1,12 +1,18 @@
 #include "runtime/http_endpoint.hpp"
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <vector>
 
 #include <CivetServer.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
+
+#include "actors/cluster/tcp_probe.hpp"
 
 namespace ferry {
 
@@ -63,6 +69,15 @@ private:
   http_endpoint::readiness ready_;
 };
 
+/// Where a client on this host reaches a server listening on `host`.
+std::string local_address_of(const std::string& host) {
+  if (host.empty() || host == "0.0.0.0")
+    return "127.0.0.1";
+  if (host == "::" || host == "[::]")
+    return "::1";
+  return host;
+}
+
 } // namespace
 
 struct http_endpoint::handlers {
@@ -74,7 +89,8 @@ struct http_endpoint::handlers {
 http_endpoint::http_endpoint(const std::string& host, uint16_t port,
                              std::shared_ptr<prometheus::Registry> registry,
                              readiness ready, refresh before_scrape)
-  : handlers_(new handlers{metrics_handler{std::move(registry), std::move(before_scrape)},
+  : host_(local_address_of(host)),
+    handlers_(new handlers{metrics_handler{std::move(registry), std::move(before_scrape)},
                            health_handler{},
                            ready_handler{std::move(ready)}}) {
   std::vector<std::string> options{"listening_ports", host + ":" + std::to_string(port),
@@ -92,8 +108,31 @@ http_endpoint::http_endpoint(const std::string& host, uint16_t port,
 }
 
 http_endpoint::~http_endpoint() {
-  if (server_)
-    server_->close(); // no handler runs after this
+  if (!server_)
+    return;
+  // civetweb's listener looks at its stop flag only between polls of the
+  // listening socket, 2 s each (SOCKET_TIMEOUT_QUANTUM in Debian's 1.15),
+  // so a close waited a second on average. A connection wakes the poll: one
+  // every few milliseconds until the close returns (one that arrives before
+  // the flag is up is served an immediate end of stream).
+  std::mutex m;
+  std::condition_variable cv;
+  bool closed = false;
+  std::thread waker{[&] {
+    std::unique_lock lock{m};
+    while (!cv.wait_for(lock, std::chrono::milliseconds{5}, [&] { return closed; })) {
+      lock.unlock();
+      (void)probe_tcp(host_, port_, std::chrono::milliseconds{100});
+      lock.lock();
+    }
+  }};
+  server_->close(); // no handler runs after this
+  {
+    std::lock_guard lock{m};
+    closed = true;
+  }
+  cv.notify_one();
+  waker.join();
 }
 
 } // namespace ferry

@@ -41,6 +41,8 @@ public:
 
 private:
   struct handlers;
+  std::string host_; // where this host's clients reach it
+
   std::unique_ptr<handlers> handlers_;
   std::unique_ptr<CivetServer> server_;
   uint16_t port_ = 0;
