@@ -1,5 +1,7 @@
 #include "actors/rendezvous/consumer_service.hpp"
 
+#include <algorithm>
+#include <map>
 #include <optional>
 #include <vector>
 
@@ -33,11 +35,16 @@ void send_hold(const deferred_holds::entry& e, consumer_metrics* m) {
 
 struct service_state {
   consumer_context ctx;
+  // Every consumer this service spawned that still runs (monitored): a
+  // consumer out on a get, or one that waits out the answers of a get that
+  // failed before it quits (up to a request timeout, to a peer that went),
+  // stops with the service; the node's stop waits for every actor.
+  std::map<caf::actor_addr, caf::actor> live;
   std::vector<caf::actor> idle; // consumers that finished cleanly
   deferred_holds holds;
   std::optional<deferred_holds::clock_type::time_point> tick_for; // armed timer
   ~service_state() {
-    for (auto& c : idle)
+    for (auto& [addr, c] : live)
       caf::anon_send_exit(c, caf::exit_reason::user_shutdown);
     for (auto& e : holds.take_all()) // stopping: every hold goes now
       send_hold(e, ctx.metrics);
@@ -55,7 +62,10 @@ caf::actor take_consumer(service_ptr self) {
     idle.pop_back();
     return c;
   }
-  return spawn_consumer(self->system(), self->state.ctx);
+  auto c = spawn_consumer(self->system(), self->state.ctx);
+  self->monitor(c);
+  self->state.live.emplace(c.address(), c);
+  return c;
 }
 
 void keep_idle(service_ptr self, caf::actor& c) {
@@ -117,6 +127,13 @@ consumer_service_actor::behavior_type service(service_ptr self,
                                               consumer_context ctx) {
   self->state.ctx = std::move(ctx);
   self->state.ctx.recycle_to = caf::actor_cast<caf::actor>(self);
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& st = self->state;
+    st.live.erase(down.source);
+    st.idle.erase(std::remove_if(st.idle.begin(), st.idle.end(),
+                                 [&](const caf::actor& c) { return c.address() == down.source; }),
+                  st.idle.end());
+  });
   return {
     [=](consumer_idle_atom, caf::actor& c) { keep_idle(self, c); },
     [=](consumer_idle_atom, caf::actor& c, const data_handle& h, uint64_t lease,
