@@ -3,7 +3,9 @@
 // consumer per get and forwards the small calls (metadata, ref, detach,
 // release) to the handle's owner with a bounded timeout. It keeps the holds
 // of finished GETs until they are due (deferred_holds) and drops the one of a
-// lease its caller ends first.
+// lease its caller ends first. It owns its consumers: it monitors each, and
+// its end stops every one still running, so a node's stop never waits for a
+// consumer's requests to time out.
 // Must never: be sent across nodes (get_into carries a raw local pointer).
 #pragma once
 
