@@ -510,6 +510,17 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
   self->state.ctx = std::move(ctx);
   if (auto* m = self->state.ctx.metrics)
     m->consumers_started->Increment();
+  // Told to stop (its service ends with the node): a get still out fails
+  // now, where a dropped promise would leave its caller waiting out its
+  // own timeout.
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    if (msg.reason == caf::exit_reason::normal)
+      return;
+    auto& st = self->state;
+    if (!st.done && st.rp.pending())
+      fail(self, make_error(errc::draining, "the node is stopping"));
+    self->quit(std::move(msg.reason));
+  });
   return {
     [=](copy_slice_atom, uint64_t seq) {
       auto& st = self->state;

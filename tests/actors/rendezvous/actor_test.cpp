@@ -292,23 +292,24 @@ TEST_F(ActorLeaseStalled, ACallerThatGoesAwayTakesItsGetsLeaseBack) {
             4 * chunk); // the payload stays staged
 }
 
-TEST_F(ActorLeaseStalled, TheServicesEndStopsAConsumerOutOnAGet) {
+TEST_F(ActorLeaseStalled, TheServicesEndStopsAConsumerOutOnAGetAndFailsItsGet) {
   // A consumer out on a get (or one waiting out the answers of a failed get
   // from a peer that went) is the service's: it stops with it, and a node's
   // stop, which waits for every actor, does not wait for its requests'
-  // timeouts (a 30 s stall seen when an owner exited under a GET).
+  // timeouts (a 30 s stall seen when an owner exited under a GET). The get
+  // it was on fails at once: its caller does not wait out its own timeout.
   auto h = stage(4 * chunk);
-  auto caller = spawn_get_caller(sys, ctx->consumer, h, "a stalled get finished");
-  sched.run();
+  auto pending = start_call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  EXPECT_FALSE(pending->done());
   EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos) << owner_stat();
   auto before = sys.registry().running();
   caf::anon_send_exit(ctx->consumer, caf::exit_reason::user_shutdown);
   sched.run();
-  // The service and its consumer at least (the caller may go too, told the
-  // consumer went).
+  ASSERT_TRUE(pending->done());
+  EXPECT_TRUE(is(pending->error, errc::draining)) << describe(pending->error);
+  EXPECT_EQ(cm.gets_failed->Value(), 1);
+  // The service and its consumer at least (and the caller, answered).
   EXPECT_LE(sys.registry().running() + 2, before);
-  caf::anon_send_exit(caller, caf::exit_reason::user_shutdown);
-  sched.run();
 }
 
 TEST_F(ActorLease, ACallerGoneWhileItsOwnerIsLookedUpStartsNoTransfer) {
