@@ -1,10 +1,14 @@
 #include "runtime/http_endpoint.hpp"
 
+#include <netdb.h>
+#include <sys/socket.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
+#include <system_error>
 #include <thread>
 #include <vector>
 
@@ -69,13 +73,31 @@ private:
   http_endpoint::readiness ready_;
 };
 
-/// Where a client on this host reaches a server listening on `host`.
-std::string local_address_of(const std::string& host) {
+/// The numeric address a client on this host reaches a server listening on
+/// `host` at (a wildcard: loopback), resolved once, IPv4 first as civetweb
+/// does; empty when it does not resolve.
+std::string local_address_of(std::string host) {
+  if (host.size() > 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   if (host.empty() || host == "0.0.0.0")
     return "127.0.0.1";
-  if (host == "::" || host == "[::]")
+  if (host == "::")
     return "::1";
-  return host;
+  for (int family : {AF_INET, AF_UNSPEC}) {
+    addrinfo hints{};
+    hints.ai_family = family;
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(host.c_str(), nullptr, &hints, &found) != 0 || !found)
+      continue;
+    char text[NI_MAXHOST];
+    int rc = ::getnameinfo(found->ai_addr, found->ai_addrlen, text, sizeof text, nullptr, 0,
+                           NI_NUMERICHOST);
+    ::freeaddrinfo(found);
+    if (rc == 0)
+      return text;
+  }
+  return {};
 }
 
 } // namespace
@@ -89,8 +111,7 @@ struct http_endpoint::handlers {
 http_endpoint::http_endpoint(const std::string& host, uint16_t port,
                              std::shared_ptr<prometheus::Registry> registry,
                              readiness ready, refresh before_scrape)
-  : host_(local_address_of(host)),
-    handlers_(new handlers{metrics_handler{std::move(registry), std::move(before_scrape)},
+  : handlers_(new handlers{metrics_handler{std::move(registry), std::move(before_scrape)},
                            health_handler{},
                            ready_handler{std::move(ready)}}) {
   std::vector<std::string> options{"listening_ports", host + ":" + std::to_string(port),
@@ -105,6 +126,7 @@ http_endpoint::http_endpoint(const std::string& host, uint16_t port,
   server_->addHandler("/readyz", handlers_->ready);
   auto ports = server_->getListeningPorts();
   port_ = ports.empty() ? 0 : static_cast<uint16_t>(ports.front());
+  host_ = local_address_of(host);
 }
 
 http_endpoint::~http_endpoint() {
@@ -115,24 +137,32 @@ http_endpoint::~http_endpoint() {
   // so a close waited a second on average. A connection wakes the poll: one
   // every few milliseconds until the close returns (one that arrives before
   // the flag is up is served an immediate end of stream).
+  // (No address to reach it at, or no thread to spare: the plain close.)
   std::mutex m;
   std::condition_variable cv;
   bool closed = false;
-  std::thread waker{[&] {
-    std::unique_lock lock{m};
-    while (!cv.wait_for(lock, std::chrono::milliseconds{5}, [&] { return closed; })) {
-      lock.unlock();
-      (void)probe_tcp(host_, port_, std::chrono::milliseconds{100});
-      lock.lock();
+  std::thread waker;
+  if (!host_.empty() && port_ != 0) {
+    try {
+      waker = std::thread{[&] {
+        std::unique_lock lock{m};
+        while (!cv.wait_for(lock, std::chrono::milliseconds{5}, [&] { return closed; })) {
+          lock.unlock();
+          (void)probe_tcp(host_, port_, std::chrono::milliseconds{100});
+          lock.lock();
+        }
+      }};
+    } catch (const std::system_error&) {
     }
-  }};
+  }
   server_->close(); // no handler runs after this
   {
     std::lock_guard lock{m};
     closed = true;
   }
   cv.notify_one();
-  waker.join();
+  if (waker.joinable())
+    waker.join();
 }
 
 } // namespace ferry

@@ -41,7 +41,7 @@ public:
 
 private:
   struct handlers;
-  std::string host_; // where this host's clients reach it
+  std::string host_; // the numeric address this host reaches it at (empty: none)
 
   std::unique_ptr<handlers> handlers_;
   std::unique_ptr<CivetServer> server_;
