@@ -1,6 +1,7 @@
 // node_context: the handles a worker actor on a node uses to reach ferry:
-// its owner (to stage bytes), its consumer service (to pull them) and its
-// messenger (named handlers across nodes).
+// its owner (to stage bytes), its consumer service (to pull them), its
+// messenger (named handlers across nodes) and the node's warm buffers (where
+// a result the worker is done with goes back, for a later get to land in).
 // Worker factories receive it when a gateway spawns them.
 #pragma once
 
@@ -10,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include <caf/actor.hpp>
 #include <caf/expected.hpp>
@@ -18,6 +20,8 @@
 
 #include "actors/rendezvous/consumer_service.hpp"
 #include "actors/rendezvous/owner_interface.hpp"
+#include "actors/rendezvous/warm_buffers.hpp"
+#include "protocol/byte_buffer.hpp"
 
 namespace ferry {
 
@@ -32,12 +36,28 @@ struct node_context {
   caf::actor messenger;
   // The peers this node lost: its gateway writes it, its hellos tell it.
   std::shared_ptr<lost_peers> lost;
+  // Large buffers kept warm for the next results (null: the node keeps none,
+  // --warm-buffer-bytes 0). Shared with the consumers and the messenger.
+  std::shared_ptr<warm_buffers> warm;
   std::chrono::milliseconds request_timeout{10000};  // one request
   std::chrono::milliseconds transfer_timeout{300000}; // one whole transfer
 
   /// The bound on a get (a whole transfer, then its answer).
   std::chrono::milliseconds get_timeout() const {
     return transfer_timeout + request_timeout;
+  }
+
+  /// Hands back a result the caller is done with (a get's bytes, or any
+  /// buffer). A large one (4 MiB and up, within --warm-buffer-bytes) is
+  /// kept with its pages faulted in, and a later get's result lands in it:
+  /// no zero fill and no fresh pages, which cost a 16 MiB get about a third
+  /// of its time (docs/performance.md). Otherwise it is freed. Optional;
+  /// any thread. `bytes` is left empty.
+  void give_back(byte_buffer&& bytes) const {
+    if (warm)
+      warm->give(std::move(bytes));
+    else
+      byte_buffer{}.swap(bytes);
   }
 };
 

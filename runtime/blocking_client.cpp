@@ -1,5 +1,7 @@
 #include "runtime/blocking_client.hpp"
 
+#include <utility>
+
 #include <caf/all.hpp>
 #include <nlohmann/json.hpp>
 
@@ -118,6 +120,10 @@ caf::expected<get_result> blocking_client::get(const data_handle& h) {
       return get_result{std::move(bytes), lease};
     },
     get_atom::value, h);
+}
+
+void blocking_client::give_back(byte_buffer&& bytes) {
+  node_->context().give_back(std::move(bytes));
 }
 
 caf::expected<std::pair<uint64_t, uint64_t>>

@@ -79,6 +79,11 @@ public:
   /// Pulls the payload and holds a lease: end it with detach or release.
   caf::expected<get_result> get(const data_handle& h);
 
+  /// Hands back a get's result (or any buffer) once done with it: a large
+  /// one is kept warm and a later get's result lands in it, with no zero
+  /// fill and no fresh pages (node_context::give_back). Never blocks.
+  void give_back(byte_buffer&& bytes);
+
   /// Pulls into [dest, dest + size); answers the bytes written and the lease.
   caf::expected<std::pair<uint64_t, uint64_t>>
   get_into(const data_handle& h, char* dest, size_t size);

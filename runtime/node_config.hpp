@@ -52,8 +52,9 @@ struct node_config {
   // -- messenger ---------------------------------------------------------------
   uint64_t staging_threshold = 256 * KiB;   // DEFAULT_THRESHOLD: larger goes by handle
   uint64_t staged_fetch_timeout_ms = 300000; // the longest a staged fetch runs here (0: transfer timeout)
-  // Large buffers a finished handler gives back, kept warm for the next
-  // fetched payload (actors/rendezvous/warm_buffers.hpp); 0 keeps none.
+  // Large buffers a finished handler or a caller (give_back) gives back,
+  // kept warm for the next fetched payload or get result
+  // (actors/rendezvous/warm_buffers.hpp); 0 keeps none.
   uint64_t warm_buffer_bytes = 256 * MiB;
   // A transparently staged payload of at least this many bytes is
   // registered where it lies instead of copied into an arena, where

@@ -30,8 +30,8 @@ void add_client_options(CLI::App& app, node_config& cfg) {
                  "(a call's timeout may end it sooner; stream items are exempt)")
     ->capture_default_str();
   app.add_option("--warm-buffer-bytes", cfg.warm_buffer_bytes,
-                 "Large payload buffers kept warm for the next fetched payload "
-                 "(0: none)")
+                 "Large payload buffers (handlers' and results given back) kept warm "
+                 "for the next fetched payload or get result (0: none)")
     ->capture_default_str();
   app.add_option("--register-in-place-min", cfg.register_in_place_min,
                  "Messenger payloads staged by handle with at least this many bytes "

@@ -78,6 +78,11 @@ void node::wire_services(worker_registry workers) {
   ctx_->request_timeout = cfg_.request_timeout();
   ctx_->transfer_timeout = cfg_.transfer_timeout();
   ctx_->lost = std::make_shared<lost_peers>();
+  if (cfg_.warm_buffer_bytes > 0) // results given back, and handlers' payloads
+    ctx_->warm = std::make_shared<warm_buffers>(
+      cfg_.warm_buffer_bytes,
+      warm_buffer_metrics{messenger_metrics_->warm_buffer_bytes,
+                          messenger_metrics_->warm_buffer_reuses});
   copier_ = spawn_bulk_copier(*sys_, 2);
   auto directory = std::make_shared<peer_directory>();
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),
@@ -146,11 +151,7 @@ void node::wire_services(worker_registry workers) {
   if (engine_ && engine_.control_channel())
     cc.channel = engine_;
   cc.copier = copier_;
-  if (cfg_.warm_buffer_bytes > 0)
-    cc.warm = std::make_shared<warm_buffers>(
-      cfg_.warm_buffer_bytes,
-      warm_buffer_metrics{messenger_metrics_->warm_buffer_bytes,
-                          messenger_metrics_->warm_buffer_reuses});
+  cc.warm = ctx_->warm;
   ctx_->consumer = spawn_consumer_service(*sys_, cc);
 
   messenger_params mp;

@@ -3,7 +3,8 @@
 // repeated GETs from one owner registration, misses for an arena the owner
 // unmapped and mapped again (the bytes stay right), and is dropped when the
 // peer's endpoint is replaced or the peer is forgotten; the warm destination
-// serves the next large GET. Counts come from the UCX engine's stat reply.
+// serves the next large GET; a result the caller gives back is where the next
+// get's bytes land. Counts come from the UCX engine's stat reply.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -113,6 +114,36 @@ struct RdmaWarm : ::testing::TestWithParam<std::string> {
     return engine_stat();
   }
 
+  /// Gets a payload, gives its result back and gets a smaller one: the
+  /// second result is the first one's memory (no new buffer), cut to its
+  /// length, with the second payload's bytes and nothing of the first.
+  void a_result_given_back_takes_the_next_get() {
+    auto first_bytes = test::payload(8 * MiB_, 4);
+    auto second_bytes = test::payload(6 * MiB_ + 3, 5);
+    auto first_handle = stage(first_bytes);
+    auto second_handle = stage(second_bytes);
+    const auto& warm = local->context().warm;
+    ASSERT_TRUE(warm); // --warm-buffer-bytes' default keeps some
+    auto first = client->get(first_handle);
+    ASSERT_TRUE(first) << describe(first.error());
+    ASSERT_FALSE(client->detach(first_handle, first->lease_id));
+    const char* memory = first->bytes.data();
+    EXPECT_EQ(warm->kept_buffers(), 0u);
+    client->give_back(std::move(first->bytes));
+    EXPECT_TRUE(first->bytes.empty());
+    EXPECT_EQ(warm->kept_buffers(), 1u);
+    auto ok_before = local->paths().value(transfer_path::rdma, path_reason::ok);
+    auto second = client->get(second_handle);
+    ASSERT_TRUE(second) << describe(second.error());
+    ASSERT_FALSE(client->detach(second_handle, second->lease_id));
+    EXPECT_EQ(local->paths().value(transfer_path::rdma, path_reason::ok), ok_before + 1);
+    EXPECT_EQ(second->bytes.data(), memory);
+    EXPECT_EQ(warm->kept_buffers(), 0u);
+    ASSERT_EQ(second->bytes.size(), second_bytes.size());
+    EXPECT_EQ(checksum64(second->bytes.data(), second->bytes.size()),
+              checksum64(second_bytes.data(), second_bytes.size()));
+  }
+
   nlohmann::json engine_stat() { return test::engine_stat(*local, 5s); }
 
   uint64_t cache(const char* field) {
@@ -156,6 +187,11 @@ TEST_P(RdmaWarm, RepeatedLargeGetsLandInTheirResultAndReuseTheKey) {
   EXPECT_EQ(s["warm_destination"]["held_bytes"], 0u);
 }
 
+TEST_P(RdmaWarm, AResultGivenBackIsWhereTheNextGetLands) {
+  // The GET lands in the result: the warm buffer is its destination.
+  a_result_given_back_takes_the_next_get();
+}
+
 /// As on a NIC, where a GET's destination must be registered memory.
 struct RdmaWarmRegistered : RdmaWarm {
   RdmaWarmRegistered() { gets_into_result = false; }
@@ -173,6 +209,11 @@ TEST_P(RdmaWarmRegistered, RepeatedLargeGetsReuseTheKeyAndTheWarmDestination) {
   EXPECT_EQ(s["warm_destination"]["kept"], 3u) << s.dump();
   EXPECT_EQ(s["warm_destination"]["reused"], 2u);
   EXPECT_EQ(s["warm_destination"]["held_bytes"], 64 * MiB_);
+}
+
+TEST_P(RdmaWarmRegistered, AResultGivenBackIsWhereTheNextGetIsCopiedOut) {
+  // The GET lands in a registered block; the copy out goes to the warm buffer.
+  a_result_given_back_takes_the_next_get();
 }
 
 TEST_P(RdmaWarm, AnArenaMappedAgainIsANewKeyAndTheBytesStayRight) {

@@ -80,6 +80,21 @@ TEST(GetDestinationChunks, ChunksLandInTheResultTheCallersMemoryOrTheBlock) {
   EXPECT_EQ(pinned.caller_room(), 0u);
 }
 
+TEST(GetDestinationChunks, AWarmResultTakesTheChunksWithNothingOfItsOldBytesLeft) {
+  // A buffer given back (node_context::give_back), longer than the payload.
+  ferry::warm_buffers warm{256 * MiB};
+  warm.give(byte_buffer(6 * MiB, 'o'));
+  get_destination d;
+  ASSERT_FALSE(d.reserve(4 * MiB + 7, &warm));
+  const char* memory = d.result().data();
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+  const auto bytes = pattern(4 * MiB + 7);
+  d.write(2 * MiB, bytes.data() + 2 * MiB, 2 * MiB + 7);
+  d.write(0, bytes.data(), 2 * MiB);
+  EXPECT_EQ(d.result().data(), memory); // the warm memory, not a new block
+  EXPECT_EQ(d.result(), bytes);         // its length and only the chunks' bytes
+}
+
 TEST(GetDestinationDirect, AFreshResultGrowsASliceAtATimeAndNeedsNoCopyOut) {
   get_destination d;
   const uint64_t len = 9 * MiB;
