@@ -1,9 +1,13 @@
-// ferry_rdma_sm, ferry_rdma_tcp (+ _cold), ferry_get_into_pinned_sm: a ferry
-// get over the RDMA path from an owner node in another process that staged
-// the payload with register_data_pinned.
-//   warm:        blocking_client::get on a connected pair; the GET lands in a
-//                registered block of the consumer's pool and is copied out
-//                into the result, as every caller of get pays
+// ferry_rdma_sm, ferry_rdma_tcp (+ _given_back, _cold, _cold_eager),
+// ferry_get_into_pinned_sm: a ferry get over the RDMA path from an owner
+// node in another process that staged the payload with register_data_pinned.
+//   warm:        blocking_client::get on a connected pair; the GET lands in
+//                the result (a fresh buffer, sized before the GET), which
+//                is dropped after the run
+//   given_back:  the same, but each run's result is given back
+//                (blocking_client::give_back, untimed), so the next GET
+//                lands in warm memory: what a caller that recycles its
+//                results pays
 //   cold:        the first get on a consumer node started and connected just
 //                before (its UCX context, worker and endpoint are new; the
 //                set-up is untimed, the get timed). Both nodes on CAF
@@ -23,6 +27,7 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <utility>
 
 #include "bench/consumer_seat.hpp"
 #include "bench/owner_peer.hpp"
@@ -101,6 +106,8 @@ public:
     if (auto err = check_payload(got->bytes.data(), got->bytes.size(), bytes);
         !err.empty())
       return run_outcome::failed(err);
+    if (mode_ == rdma_mode::given_back)
+      c.give_back(std::move(got->bytes));
     return finish_run(secs, got->lease_id, before);
   }
 

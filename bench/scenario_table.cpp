@@ -163,6 +163,10 @@ std::vector<scenario_entry> build() {
         "ucx_get_raw_sm + the acquire round trip + faulting in the fresh result "
         "(the GET lands in it)",
         rdma(ucx_transport::sm, rdma_mode::warm), no_ucx),
+    row("ferry_rdma_sm_given_back",
+        "as ferry_rdma_sm, each result given back (untimed) for the next to land in",
+        "ucx_get_raw_sm + the acquire round trip (warm memory: no fill, no fresh pages)",
+        rdma(ucx_transport::sm, rdma_mode::given_back), no_ucx),
     with(row("ferry_rdma_sm_cold", "the first RDMA get on a fresh pair, shared memory",
              "as ferry_rdma_sm, plus lookup and UCX wire-up of a fresh endpoint",
              rdma(ucx_transport::sm, rdma_mode::cold), no_ucx),
@@ -176,6 +180,10 @@ std::vector<scenario_entry> build() {
         "ucx_get_raw_tcp + the acquire round trip + faulting in the fresh result "
         "(the GET lands in it)",
         rdma(ucx_transport::tcp, rdma_mode::warm), no_ucx),
+    row("ferry_rdma_tcp_given_back",
+        "as ferry_rdma_tcp, each result given back (untimed) for the next to land in",
+        "ucx_get_raw_tcp + the acquire round trip (warm memory: no fill, no fresh pages)",
+        rdma(ucx_transport::tcp, rdma_mode::given_back), no_ucx),
     with(row("ferry_rdma_tcp_cold", "the first RDMA get on a fresh pair, UCX over tcp",
              "as ferry_rdma_tcp, plus lookup and UCX wire-up of a fresh endpoint",
              rdma(ucx_transport::tcp, rdma_mode::cold), no_ucx),

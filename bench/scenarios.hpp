@@ -65,7 +65,8 @@ std::unique_ptr<scenario_runner>
 make_ferry_concurrent_runner(const bench_options& opts, int consumers);
 
 enum class rdma_mode {
-  warm,        // blocking_client::get on a connected pair (copies out)
+  warm,        // blocking_client::get on a connected pair, the result dropped
+  given_back,  // the same, each result given back (untimed) for the next to land in
   cold,        // the first get on a freshly started and connected consumer node
   cold_eager,  // the same with eager wireup on both nodes (done before the clock)
   into_pinned, // get_into a pinned writer allocated once per size

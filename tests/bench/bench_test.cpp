@@ -39,9 +39,14 @@ const std::vector<int> consumer_counts{1, 4, 16};
 
 // The RDMA rows (and the messenger's, which run over shared memory):
 // measured with UCX, skipped (needs UCX) without.
-const std::vector<std::string> rdma_rows{"ferry_rdma_sm",          "ferry_rdma_sm_cold",
-                                         "ferry_rdma_tcp",         "ferry_rdma_tcp_cold",
-                                         "ferry_get_into_pinned_sm", "ferry_messenger_staged",
+const std::vector<std::string> rdma_rows{"ferry_rdma_sm",
+                                         "ferry_rdma_sm_given_back",
+                                         "ferry_rdma_sm_cold",
+                                         "ferry_rdma_tcp",
+                                         "ferry_rdma_tcp_given_back",
+                                         "ferry_rdma_tcp_cold",
+                                         "ferry_get_into_pinned_sm",
+                                         "ferry_messenger_staged",
                                          "ferry_messenger_inline"};
 
 json read_json(const std::string& path) {
