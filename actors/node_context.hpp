@@ -49,10 +49,10 @@ struct node_context {
 
   /// Hands back a result the caller is done with (a get's bytes, or any
   /// buffer). A large one (4 MiB and up, within --warm-buffer-bytes) is
-  /// kept with its pages faulted in, and a later get's result lands in it:
-  /// no zero fill and no fresh pages, which cost a 16 MiB get about a third
-  /// of its time (docs/performance.md). Otherwise it is freed. Optional;
-  /// any thread. `bytes` is left empty.
+  /// kept with its pages faulted in, and a later large get's result lands
+  /// in it: no zero fill and no fresh pages, about 40% of a 16 MiB RDMA get
+  /// over shared memory (docs/performance.md). Otherwise it is freed.
+  /// Optional; any thread. `bytes` is left empty.
   void give_back(byte_buffer&& bytes) const {
     if (warm)
       warm->give(std::move(bytes));

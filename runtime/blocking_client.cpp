@@ -123,7 +123,7 @@ caf::expected<get_result> blocking_client::get(const data_handle& h) {
 }
 
 void blocking_client::give_back(byte_buffer&& bytes) {
-  node_->context().give_back(std::move(bytes));
+  node_->give_back(std::move(bytes));
 }
 
 caf::expected<std::pair<uint64_t, uint64_t>>

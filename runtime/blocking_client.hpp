@@ -81,7 +81,9 @@ public:
 
   /// Hands back a get's result (or any buffer) once done with it: a large
   /// one is kept warm and a later get's result lands in it, with no zero
-  /// fill and no fresh pages (node_context::give_back). Never blocks.
+  /// fill and no fresh pages (node_context::give_back). Asks nothing of the
+  /// node's actors (a lock, and perhaps freeing an older buffer); after
+  /// the node's stop the buffer is freed.
   void give_back(byte_buffer&& bytes);
 
   /// Pulls into [dest, dest + size); answers the bytes written and the lease.

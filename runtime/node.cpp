@@ -145,6 +145,13 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   wire_services(std::move(workers));
 }
 
+void node::give_back(byte_buffer&& bytes) {
+  if (ctx_)
+    ctx_->give_back(std::move(bytes));
+  else
+    byte_buffer{}.swap(bytes);
+}
+
 std::vector<std::string> node::capabilities() const {
   std::vector<std::string> caps{"chunked"};
   if (has_ucx())

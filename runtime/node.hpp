@@ -100,6 +100,9 @@ public:
   /// blocking form is runtime/messenger_client.hpp).
   messenger_actor messenger() const { return messenger_; }
   const node_context& context() const { return *ctx_; }
+  /// Hands a result back to the node's warm buffers (node_context::give_back);
+  /// once the node stopped, the buffer is freed.
+  void give_back(byte_buffer&& bytes);
 
   /// True when this node runs the UCX transport (the RDMA registry).
   bool has_ucx() const { return static_cast<bool>(engine_); }

@@ -179,6 +179,8 @@ void node::stop() {
   copier_ = nullptr;
   pool_ = nullptr;
   engine_ = ucx_engine_ref{};
+  if (ctx_ && ctx_->warm) // a worker's copy of the context may outlive the metrics
+    ctx_->warm->close();
   ctx_.reset();
   destroy_system(deadline.left());
   ucx_.reset();

@@ -37,12 +37,12 @@ messenger_metrics::messenger_metrics(prometheus::Registry& r) {
                .Add({});
   warm_buffer_bytes = &prometheus::BuildGauge()
                          .Name("ferry_messenger_warm_buffer_bytes")
-                         .Help("Payload buffers kept warm for the next fetched payload")
+                         .Help("Large buffers (handlers' payloads, results given back) kept warm for the next fetched payload or get result")
                          .Register(r)
                          .Add({});
   warm_buffer_reuses = &prometheus::BuildCounter()
                           .Name("ferry_messenger_warm_buffer_reuses_total")
-                          .Help("Fetched payloads that landed in a warm buffer")
+                          .Help("Fetched payloads and get results that landed in a warm buffer")
                           .Register(r)
                           .Add({});
 }

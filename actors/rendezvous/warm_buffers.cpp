@@ -21,10 +21,15 @@ byte_buffer warm_buffers::take_unfilled(size_t size) {
 }
 
 byte_buffer warm_buffers::take_kept(size_t size) {
+  if (size < min_kept)
+    return {};
   std::lock_guard<std::mutex> guard{mu_};
+  auto fits = [size](const byte_buffer& b) {
+    return b.capacity() >= size && b.capacity() / max_overhang <= size;
+  };
   auto best = kept_.end();
   for (auto i = kept_.begin(); i != kept_.end(); ++i)
-    if (i->capacity() >= size && (best == kept_.end() || i->capacity() < best->capacity()))
+    if (fits(*i) && (best == kept_.end() || i->capacity() < best->capacity()))
       best = i;
   if (best == kept_.end())
     return {};
@@ -40,10 +45,12 @@ byte_buffer warm_buffers::take_kept(size_t size) {
 void warm_buffers::give(byte_buffer&& buf) {
   byte_buffer taken = std::move(buf); // freed here unless kept
   auto cap = taken.capacity();
-  if (cap < min_kept || cap > max_bytes_)
+  if (cap < min_kept)
     return;
   std::vector<byte_buffer> evicted; // freed after the lock is let go
   std::lock_guard<std::mutex> guard{mu_};
+  if (cap > max_bytes_) // also after close
+    return; // taken is freed after the lock is let go
   while (kept_bytes_ + cap > max_bytes_) {
     kept_bytes_ -= kept_.front().capacity();
     evicted.push_back(std::move(kept_.front()));
@@ -52,6 +59,16 @@ void warm_buffers::give(byte_buffer&& buf) {
   kept_bytes_ += cap;
   kept_.push_back(std::move(taken));
   report_kept();
+}
+
+void warm_buffers::close() {
+  std::vector<byte_buffer> dropped; // freed after the lock is let go
+  std::lock_guard<std::mutex> guard{mu_};
+  dropped.swap(kept_);
+  kept_bytes_ = 0;
+  max_bytes_ = 0;
+  report_kept();
+  metrics_ = {};
 }
 
 void warm_buffers::report_kept() {

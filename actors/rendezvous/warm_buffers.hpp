@@ -1,11 +1,14 @@
 // warm_buffers: a small, bounded cache of large byte buffers whose pages are
-// already faulted in. A node that receives large payloads again and again
-// (a handler served by transparent staging) copies each fetched payload
-// into a buffer a finished handler gave back, instead of into fresh pages:
-// on these guests faulting in 64 MiB of fresh memory costs more than the
-// GET that filled it (docs/performance.md).
-// Thread-safe: consumers take on their threads, handler threads give back.
-// Must never: keep more than its byte bound, or keep a small buffer.
+// already faulted in, one per node. A node that receives large payloads
+// again and again puts each fetched payload or get result into a buffer
+// given back, instead of into fresh pages: on these guests faulting in 64
+// MiB of fresh memory costs more than the GET that filled it
+// (docs/performance.md). Handler threads give back their requests'
+// payloads, callers their get results (node_context::give_back).
+// Thread-safe: consumers take on their threads, anyone gives back.
+// Must never: keep more than its byte bound, keep a small buffer, hand a
+// large buffer to a small result (the caller would hold all of it), or
+// report after close.
 #pragma once
 
 #include <cstddef>
@@ -29,15 +32,19 @@ struct warm_buffer_metrics {
 
 class warm_buffers {
 public:
-  /// Buffers below this capacity are not worth keeping.
+  /// Buffers below this capacity are not worth keeping, and results below
+  /// this size take none.
   static constexpr size_t min_kept = 4ull << 20;
+  /// A kept buffer serves a result only up to this many times its size.
+  static constexpr size_t max_overhang = 4;
 
   /// Keeps at most `max_bytes` of capacity (0: keeps nothing).
   explicit warm_buffers(size_t max_bytes, warm_buffer_metrics metrics = {})
     : max_bytes_(max_bytes), metrics_(metrics) {}
 
   /// An empty buffer with room for `size` bytes: the smallest kept one that
-  /// fits, else an empty fresh one (no room).
+  /// fits (at least min_kept asked, at most max_overhang times the room
+  /// needed), else an empty fresh one (no room).
   byte_buffer take(size_t size);
 
   /// A buffer whose contents are to be overwritten (a GET's destination):
@@ -51,6 +58,11 @@ public:
   /// are (take empties the buffer, take_unfilled cuts it or leaves it to be overwritten).
   void give(byte_buffer&& buf);
 
+  /// Frees what is kept and keeps nothing from now on (a later give frees
+  /// its buffer); the metrics are not written again. The node's stop calls
+  /// it: a worker may still hold the cache after its node's metrics went.
+  void close();
+
   size_t kept_bytes() const;
   size_t kept_buffers() const;
 
@@ -58,7 +70,7 @@ private:
   mutable std::mutex mu_;
   std::vector<byte_buffer> kept_; // oldest first
   size_t kept_bytes_ = 0;
-  size_t max_bytes_;
+  size_t max_bytes_; // 0 once closed
   warm_buffer_metrics metrics_;
 
   void report_kept(); // with mu_ held

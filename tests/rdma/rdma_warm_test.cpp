@@ -192,6 +192,22 @@ TEST_P(RdmaWarm, AResultGivenBackIsWhereTheNextGetLands) {
   a_result_given_back_takes_the_next_get();
 }
 
+TEST_P(RdmaWarm, AStoppedNodeFreesItsWarmBuffersAndWhatIsGivenBackLater) {
+  auto bytes = test::payload(8 * MiB_, 6);
+  auto h = stage(bytes);
+  auto got = client->get(h);
+  ASSERT_TRUE(got) << describe(got.error());
+  ASSERT_FALSE(client->detach(h, got->lease_id));
+  auto warm = local->context().warm; // as a worker's copy of its context holds it
+  warm->give(byte_buffer(8 * MiB_, 'k'));
+  ASSERT_EQ(warm->kept_buffers(), 1u);
+  local->stop();
+  EXPECT_EQ(warm->kept_buffers(), 0u); // freed with the node
+  client->give_back(std::move(got->bytes)); // after the stop: freed, no crash
+  warm->give(byte_buffer(8 * MiB_, 'k'));
+  EXPECT_EQ(warm->kept_buffers(), 0u);
+}
+
 /// As on a NIC, where a GET's destination must be registered memory.
 struct RdmaWarmRegistered : RdmaWarm {
   RdmaWarmRegistered() { gets_into_result = false; }

@@ -1,9 +1,15 @@
-// warm_buffers: what a fetched payload's room comes from. Large buffers a
-// handler gave back are handed out again (the smallest that fits), small
-// ones are not kept, and the byte bound holds (the oldest go first).
+// warm_buffers: what a fetched payload's or get result's room comes from.
+// Large buffers a handler or a caller gave back are handed out again (the
+// smallest that fits, never to a small result or one far smaller), small
+// ones are not kept, the byte bound holds (the oldest go first), and once
+// closed nothing is kept.
 #include "actors/rendezvous/warm_buffers.hpp"
 
 #include <gtest/gtest.h>
+
+#include <memory>
+
+#include "actors/node_context.hpp"
 
 namespace {
 
@@ -96,3 +102,43 @@ TEST(MessengerWarmBuffers, TheBoundHoldsAndTheOldestGoFirst) {
 }
 
 } // namespace
+
+TEST(MessengerWarmBuffers, ASmallResultOrOneFarSmallerThanAKeptBufferTakesNone) {
+  warm_buffers warm{256 * MiB};
+  warm.give(with_capacity(64 * MiB));
+  // Its caller would hold all 64 MiB of it.
+  EXPECT_EQ(warm.take(4 * 1024).capacity(), 0u);
+  EXPECT_EQ(warm.take_unfilled(warm_buffers::min_kept - 1).capacity(), 0u);
+  EXPECT_EQ(warm.take(16 * MiB - 1).capacity(), 0u); // over four times smaller
+  EXPECT_EQ(warm.kept_buffers(), 1u);
+  EXPECT_GE(warm.take(16 * MiB).capacity(), 64 * MiB); // a quarter: served
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+}
+
+TEST(MessengerWarmBuffers, ClosedTheyFreeWhatTheyKeptAndKeepNothingMore) {
+  warm_buffers warm{256 * MiB};
+  warm.give(with_capacity(8 * MiB));
+  warm.give(with_capacity(16 * MiB));
+  warm.close();
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+  EXPECT_EQ(warm.kept_bytes(), 0u);
+  auto late = with_capacity(8 * MiB);
+  warm.give(std::move(late));
+  EXPECT_TRUE(late.empty()); // taken, and freed
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+  EXPECT_EQ(warm.take(8 * MiB).capacity(), 0u);
+}
+
+TEST(MessengerWarmBuffers, ANodeContextKeepsAGivenBackResultOrFreesItWithoutWarmBuffers) {
+  ferry::node_context with_warm;
+  with_warm.warm = std::make_shared<warm_buffers>(256 * MiB);
+  auto result = with_capacity(8 * MiB);
+  with_warm.give_back(std::move(result));
+  EXPECT_TRUE(result.empty());
+  EXPECT_EQ(with_warm.warm->kept_buffers(), 1u);
+  ferry::node_context without; // --warm-buffer-bytes 0
+  auto dropped = with_capacity(8 * MiB);
+  without.give_back(std::move(dropped));
+  EXPECT_TRUE(dropped.empty());
+  EXPECT_EQ(dropped.capacity(), 0u); // freed, not kept anywhere
+}
