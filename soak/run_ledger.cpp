@@ -1,5 +1,7 @@
 #include "soak/run_ledger.hpp"
 
+#include <time.h>
+
 #include <cstdio>
 
 namespace ferry::soak {
@@ -12,11 +14,29 @@ std::string seconds_text(soak_clock::duration d) {
   return buf;
 }
 
+/// `t` as the local time of day, to the millisecond: the clock the nodes'
+/// logs are stamped with.
+std::string wall_text(soak_clock::time_point t) {
+  auto wall = std::chrono::system_clock::now()
+              - std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                soak_clock::now() - t);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch());
+  time_t secs = static_cast<time_t>(ms.count() / 1000);
+  struct tm parts {};
+  localtime_r(&secs, &parts);
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03d", parts.tm_hour, parts.tm_min,
+                parts.tm_sec, static_cast<int>(ms.count() % 1000));
+  return buf;
+}
+
+/// The operation, its nodes and when it ran (to match the nodes' logs).
 std::string describe_op(const op_record& op) {
   std::string nodes;
   for (auto n : op.nodes)
     nodes += (nodes.empty() ? "" : ",") + std::to_string(n);
-  return op.kind + " on nodes " + nodes;
+  return op.kind + " on nodes " + nodes + " (" + wall_text(op.start) + " to "
+         + wall_text(op.end) + ")";
 }
 
 } // namespace

@@ -4,6 +4,7 @@
 // the text report of a failed run.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <set>
 
 #include "soak/fault_plan.hpp"
@@ -27,8 +28,9 @@ TEST(SoakPlan, TheSameSeedGivesTheSamePlanAndEveryKindComesInAShortRun) {
     EXPECT_EQ(a[i].kind, b[i].kind);
     EXPECT_EQ(a[i].seed, b[i].seed);
     EXPECT_LT(a[i].at, 60s);
-    if (i > 0)
+    if (i > 0) {
       EXPECT_GT(a[i].at, a[i - 1].at);
+    }
     if (i < c.size())
       differs = differs || a[i].kind != c[i].kind || a[i].at != c[i].at;
     kinds.insert(a[i].kind);
@@ -74,6 +76,10 @@ TEST(SoakLedger, AFailureIsSurvivedOnlyUnderAFaultOnOneOfItsNodesAndWithinItsBou
   EXPECT_EQ(v.ops["call"].violations, 3u);
   ASSERT_EQ(v.violations.size(), 5u);
   EXPECT_NE(v.violations[0].find("no fault to explain it"), std::string::npos);
+  // When it ran, on the clock of the nodes' logs: HH:MM:SS.mmm to HH:MM:SS.mmm.
+  EXPECT_TRUE(std::regex_search(v.violations[0],
+                                std::regex{R"(get on nodes 0,1 \(\d\d:\d\d:\d\d\.\d{3} to \d\d:\d\d:\d\d\.\d{3}\))"}))
+    << v.violations[0];
   EXPECT_NE(v.violations[2].find("over its bound"), std::string::npos);
   ledger.add_violation("node 1 is not back at its idle baseline");
   EXPECT_EQ(ledger.judge().violations.back(), "node 1 is not back at its idle baseline");
