@@ -366,7 +366,7 @@ struct acquire_outcome {
 
 /// The eager part of a chunked answer whose payload fits one (see
 /// decide_acquire): the payload goes with the answer (its one pull served
-/// here, so its lease is held as after a last pull).
+/// here, so its transfer is done as after a last pull).
 void answer_eagerly(owner_ptr self, acquire_outcome& out) {
   auto& st = self->state;
   auto& ready = *out.answer.ready;

@@ -165,8 +165,8 @@ caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
     return unknown_handle(h);
   lease l;
   l.holder = holder;
-  if (s->len == 0) // nothing to pull: held from the start
-    return rv_ready{add_lease(*s, l, now, duration::zero()), 0, chunk_size_, 0, 0};
+  if (s->len == 0) // nothing to pull: done from the start (held at the hold)
+    return rv_ready{add_lease(*s, l, now, lease_deadline), 0, chunk_size_, 0, 0};
   l.transfer_id = next_lease_id_++;
   l.pulled.assign(chunk_count(*s), false);
   auto lease_id = add_lease(*s, l, now, lease_deadline);
@@ -195,8 +195,8 @@ slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
   if (l.deadline_period > duration::zero())
     l.expires_at = now + l.deadline_period;
   auto offset = index * chunk_size_;
-  if (++l.served == count) // the last chunk: the lease is held from now on
-    make_held(l); // (closes the transfer: `t` is gone)
+  if (++l.served == count) // the last chunk: the transfer is done
+    close_transfer(l);     // (`t` is gone); the lease waits for its hold
   auto len = std::min<uint64_t>(chunk_size_, s.len - offset);
   if (s.bytes) // plain memory: the chunk shares it, no copy
     return chunk_bytes::view(s.bytes, s.bytes->data() + offset, len);
@@ -242,6 +242,12 @@ void slot_store::forget_lease(const lease& l) {
     --rdma_lease_count_;
   transfers_.erase(l.transfer_id);
   --lease_count_;
+}
+
+void slot_store::close_transfer(lease& l) {
+  transfers_.erase(l.transfer_id);
+  l.transfer_id = 0;
+  l.pulled.clear();
 }
 
 void slot_store::make_held(lease& l) {

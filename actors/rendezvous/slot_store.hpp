@@ -28,7 +28,12 @@
 //   fetch it, so it does not wait for its time-to-live.
 // - hold turns a lease whose transfer is done into a plain held lease, the
 //   same on both paths: no deadline, no transfer, never reaped; it ends at
-//   detach, release, drop_holder, or the slot's time-to-live.
+//   detach, release, drop_holder, or the slot's time-to-live. Only the
+//   consumer's hold does so: a chunked lease whose last chunk was served
+//   (an eager answer too) keeps its deadline until the hold comes, so a
+//   lease whose answer never reached its consumer (lost with a connection,
+//   or come after the consumer's timeout) ends with its deadline instead
+//   of staying held for as long as the consumer's node lives.
 // - An RDMA lease that ends while its GET may still run (its consumer says
 //   so at detach or release, the sweep reaps it, its holder went away)
 //   leaves its holder on the slot as a possible reader; a pinned slot freed
@@ -153,15 +158,15 @@ public:
 
   /// Takes a lease and opens a chunked transfer. A non-zero `lease_deadline`
   /// ends the lease when nothing touches it for that long. An empty payload
-  /// has nothing to pull: its lease is held at once (transfer id 0).
+  /// has nothing to pull: its transfer is done at once (transfer id 0).
   caf::expected<rv_ready> acquire(const data_handle& h, time_point now,
                                   duration lease_deadline = duration::zero(),
                                   uint64_t holder = 0);
 
   /// One chunk of an open transfer; renews the lease's deadline. Each chunk
   /// is served once (a repeat is a protocol violation and changes nothing);
-  /// once every chunk was, the transfer is done and the lease is held (no
-  /// deadline, as hold does). A view of
+  /// once every chunk was, the transfer is done (no more pulls) and the
+  /// lease keeps its deadline until the consumer holds it. A view of
   /// plain staged bytes that keeps them alive; a copy of registered memory
   /// (an arena block or a region), whose lifetime the slot does not own.
   caf::expected<chunk_bytes> pull(uint64_t transfer_id, uint64_t index,
@@ -221,7 +226,7 @@ public:
 
 private:
   struct lease {
-    uint64_t transfer_id = 0; // 0 for an RDMA lease or a held one
+    uint64_t transfer_id = 0; // 0 for an RDMA lease or a done one
     uint64_t served = 0;      // distinct chunks answered on its transfer
     std::vector<bool> pulled; // which of them (a chunk is served once)
     bool rdma = false;        // a GET may be reading (descriptor out)
@@ -262,6 +267,7 @@ private:
   uint64_t add_lease(slot& s, lease l, time_point now, duration deadline);
   void forget_lease(const lease& l);
   static void note_reader(slot& s, const lease& l, bool get_may_run);
+  void close_transfer(lease& l);
   void make_held(lease& l);
   static bool has_rdma_lease(const slot& s);
 

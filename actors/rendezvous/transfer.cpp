@@ -27,15 +27,18 @@ transfer::commands transfer::start() {
   return out;
 }
 
+/// A chunked lease is renewed by each pull, and a pull answers or fails the
+/// get within request_timeout, so twice that never ends a live one.
+std::chrono::milliseconds transfer::chunked_lease() const {
+  return std::max(p_.lease, 2 * p_.request_timeout);
+}
+
 /// The offer from the three local facts; a fallback acquire offers nothing.
 transfer::commands transfer::acquire(bool allow_offer) {
   commands out;
   rv_acquire_request req;
   req.handle = p_.handle;
-  // A chunked lease is renewed by each pull, and a pull answers or fails
-  // the get within request_timeout, so twice that never ends a live one.
-  auto lease = std::max(p_.lease, 2 * p_.request_timeout);
-  req.lease_ms = static_cast<uint64_t>(std::max<int64_t>(0, lease.count()));
+  req.lease_ms = static_cast<uint64_t>(std::max<int64_t>(0, chunked_lease().count()));
   // get_pinned's chunks land in a pool block allocated after the answer.
   req.eager_max = p_.dest == into::pinned_result ? 0 : p_.eager_max;
   asked_eager_ = req.eager_max;
@@ -360,20 +363,20 @@ transfer::commands transfer::on_error(caf::error err) {
 transfer::commands transfer::finish(bool by_rdma) {
   phase_ = phase::done;
   renewing_ = false;
-  // The owner holds a chunked lease with no deadline by itself once it
-  // served the last chunk; of a GET it knows nothing, so it is told, right
-  // after the answer goes out (the answer waits for nothing; a release or
-  // detach that overtakes the hold has ended the lease, and the hold then
-  // finds none and changes nothing).
+  // The owner keeps the lease's deadline until it hears the bytes arrived:
+  // an answer lost on the way leaves no lease held for good. So it is told,
+  // right after the answer goes out (the answer waits for nothing; a
+  // release or detach that overtakes the hold has ended the lease, and the
+  // hold then finds none and changes nothing).
   if (p_.single_use)
     return {deliver{total_len_, lease_id_, by_rdma}, send_release{lease_id_}};
-  if (!by_rdma)
+  // A quarter of the lease is well inside the deadline the last renewal
+  // (RDMA: half a renewal period) or the last chunk served left.
+  auto within = by_rdma ? renew_period_ / 2 : chunked_lease() / 4;
+  if (!by_rdma && chunked_lease().count() == 0) // no deadline: nothing to hold
     return {deliver{total_len_, lease_id_, false}};
-  // Half a renewal period (a quarter of the lease timeout) is well inside
-  // the deadline the last renewal left.
-  auto within = renew_period_ / 2;
   bool later = p_.defer_holds && within >= min_hold_deferral;
-  return {deliver{total_len_, lease_id_, true}, send_hold{lease_id_, within, later}};
+  return {deliver{total_len_, lease_id_, by_rdma}, send_hold{lease_id_, within, later}};
 }
 
 transfer::commands transfer::failed(caf::error err, bool detach) {

@@ -16,9 +16,10 @@
 //   lease detached.
 // - The offer comes from local facts only (a registry, the kill switch off,
 //   the owner registered on UCX); each missing fact is counted.
-// - Every acquire asks for a lease deadline; a finished GET tells the owner
-//   to hold its lease with none (hold) right after it delivers (the owner does so
-//   by itself for a chunked lease once it served the last chunk).
+// - Every acquire asks for a lease deadline; a finished get tells the owner
+//   to hold its lease with none (hold) right after it delivers, by either
+//   path (the owner never drops a deadline by itself: a lease whose answer
+//   was lost on the way ends with it).
 // - Sizes from the owner are checked before anything is allocated: the
 //   chunk layout, staged_payload_max, and the caller's room.
 // - Eager: every acquire but get_pinned's asks for the payload inside the
@@ -199,6 +200,7 @@ private:
     done,         // delivered or failed
   };
 
+  std::chrono::milliseconds chunked_lease() const;
   commands acquire(bool allow_offer);
   commands on_ready(const rv_ready& r, std::optional<uint64_t> eager_bytes);
   commands on_rdma(const rv_rdma_grant& g);

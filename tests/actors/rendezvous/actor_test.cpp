@@ -88,9 +88,13 @@ TEST_F(ActorChunked, AConsumerThatFinishedCleanlyServesTheNextGet) {
   }
   EXPECT_EQ(cm.consumers_started->Value(), 1);
   // Its answered requests left no timer behind (CAF 0.17 keeps them armed
-  // for a live actor unless cancelled); the reaper, armed by the transfers'
-  // lease deadlines, disarms at its next tick since the held leases have none.
+  // for a live actor unless cancelled): once the holds went (a quarter of
+  // the 30 s lease after the gets), the reaper, armed by the leases'
+  // deadlines, disarms at its next tick since the held leases have none.
   sched.run();
+  sched.advance_time(7600ms);
+  sched.run();
+  EXPECT_EQ(cm.holds_sent->Value(), 3);
   sched.advance_time(100ms);
   sched.run();
   EXPECT_FALSE(sched.has_pending_timeout());
@@ -212,15 +216,23 @@ TEST_F(ActorLease, ChunkedLeaseDeadlineIsEnforcedByTheReaper) {
   EXPECT_FALSE(sched.has_pending_timeout());
 }
 
-TEST_F(ActorLease, NoDeadlineNoTimer) {
+TEST_F(ActorLease, AFinishedGetsLeaseLosesItsDeadlineWhenItsHoldComesAndNotBefore) {
   auto h = stage(chunk);
   auto g = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
   ASSERT_TRUE(g.values);
-  // The consumer's own request timeouts are gone once it finished. The
-  // transfer's lease had a deadline, which armed the reaper; the finished
-  // get holds its lease with none, so the reaper's next tick disarms it.
   sched.run();
   EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos);
+  // The lease keeps its deadline (30 s) until the consumer service sends the
+  // hold, a quarter of it after the get: the reaper stays armed till then.
+  EXPECT_EQ(cm.holds_sent->Value(), 0);
+  sched.advance_time(7400ms);
+  sched.run();
+  EXPECT_EQ(cm.holds_sent->Value(), 0);
+  EXPECT_TRUE(sched.has_pending_timeout());
+  sched.advance_time(200ms);
+  sched.run();
+  EXPECT_EQ(cm.holds_sent->Value(), 1);
+  // Held now: the reaper's next tick finds no deadline and disarms.
   sched.advance_time(100ms);
   sched.run();
   EXPECT_FALSE(sched.has_pending_timeout());
@@ -232,6 +244,32 @@ TEST_F(ActorLease, NoDeadlineNoTimer) {
   ASSERT_TRUE(r.values) << describe(r.error);
   EXPECT_TRUE(std::get<1>(*r.values)); // freed
   EXPECT_EQ(om.leases_expired->Value(), 0);
+}
+
+TEST_F(ActorLease, AnEagerAnswerThatNeverReachesItsConsumerEndsWithItsLeaseDeadline) {
+  // The answer lost on the way (a connection gone, or the consumer's own
+  // timeout first): nobody will hold, detach or release that lease.
+  auto h = stage(600);
+  rv_acquire_request req;
+  req.handle = h;
+  req.eager_max = 1 << 20;
+  req.lease_ms = 500;
+  auto a = call<std::string, chunk_bytes>(ctx->owner, rv_acquire_eager_atom::value,
+                                          encode(req));
+  ASSERT_TRUE(a.values) << describe(a.error);
+  ASSERT_EQ(std::get<1>(*a.values).size(), 600u); // the payload went with it
+  EXPECT_NE(owner_stat().find("\"transfers\":0"), std::string::npos);
+  EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos);
+  for (int i = 0; i < 6; ++i) { // to 600 ms
+    sched.advance_time(100ms);
+    sched.run();
+  }
+  EXPECT_EQ(om.leases_expired->Value(), 1);
+  EXPECT_NE(owner_stat().find("\"leases\":0"), std::string::npos);
+  // The stager's reference is left: the payload is there for the next get.
+  auto g = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_TRUE(g.values) << describe(g.error);
+  EXPECT_EQ(std::get<0>(*g.values).size(), 600u);
 }
 
 TEST_F(ActorLease, TimeToLiveFreesTheSlot) {
@@ -355,7 +393,7 @@ TEST_F(ActorChunked, APayloadOfOneChunkComesWithTheAcquiresAnswer) {
   EXPECT_EQ(cm.eager_gets->Value(), 1);
   EXPECT_EQ(cm.chunks_pulled->Value(), 0);
   EXPECT_EQ(paths.value(transfer_path::chunked, path_reason::no_offer), 1);
-  // Its lease is held as after a last pull, until the caller ends it.
+  // Its lease stays, as after a last pull, until the caller ends it.
   EXPECT_NE(owner_stat().find("\"leases\":1"), std::string::npos);
   EXPECT_NE(owner_stat().find("\"transfers\":0"), std::string::npos);
   auto rel = call<uint64_t, bool>(ctx->consumer, release_atom::value, h,

@@ -549,7 +549,7 @@ TEST_F(SlotStore, ADemotionCopyHandedBackLateChangesNothingItShouldNot) {
   EXPECT_FALSE(store.finish_demotion({kept.lo, nullptr, 10}, byte_buffer(3)));
 }
 
-TEST_F(SlotStore, TheLastChunkServedHoldsTheLeaseWithNoDeadline) {
+TEST_F(SlotStore, TheLastChunkServedClosesTheTransferAndTheLeaseKeepsItsDeadlineUntilItsHold) {
   auto h = store.register_data(bytes_of(10), t0); // 3 chunks of 4
   auto ready = store.acquire(h, t0, 50ms, 3);
   ASSERT_TRUE(ready);
@@ -557,13 +557,38 @@ TEST_F(SlotStore, TheLastChunkServedHoldsTheLeaseWithNoDeadline) {
   ASSERT_TRUE(store.pull(ready->transfer_id, 2, t0));
   ASSERT_TRUE(store.pull(ready->transfer_id, 0, t0));
   EXPECT_EQ(store.current_stats().transfers, 1u);
-  ASSERT_TRUE(store.pull(ready->transfer_id, 1, t0)); // the last one served
-  EXPECT_FALSE(store.has_deadlines());
+  ASSERT_TRUE(store.pull(ready->transfer_id, 1, t0 + 10ms)); // the last one served
   EXPECT_EQ(store.current_stats().transfers, 0u);
-  EXPECT_EQ(store.current_stats().leases, 1u);
-  EXPECT_EQ(store.sweep(t0 + 1h).leases_expired, 0u);
   EXPECT_TRUE(is(store.pull(ready->transfer_id, 0, t0).error(), errc::unknown_transfer));
+  // Its consumer's hold makes it a held lease: no deadline from then on.
+  EXPECT_TRUE(store.has_deadlines());
+  ASSERT_FALSE(store.hold(h, ready->lease_id));
+  EXPECT_FALSE(store.has_deadlines());
+  EXPECT_EQ(store.sweep(t0 + 1h).leases_expired, 0u);
+  EXPECT_EQ(store.current_stats().leases, 1u);
   EXPECT_EQ(store.drop_holder(3).leases, 1u); // still its node's
+}
+
+TEST_F(SlotStore, AFinishedTransferWhoseHoldNeverComesEndsWithItsDeadline) {
+  // The last chunk's answer (or an eager one) lost on the way: the consumer
+  // never holds the lease, and it must not stay for as long as its node.
+  auto h = store.register_data(bytes_of(10), t0);
+  auto ready = store.acquire(h, t0, 50ms, 3);
+  ASSERT_TRUE(ready);
+  ASSERT_EQ(pull_chunks(store, *ready, t0 + 10ms), bytes_of(10));
+  EXPECT_EQ(store.sweep(t0 + 55ms).leases_expired, 0u); // 50 ms from the last pull
+  // The stager frees its payload by a get and a release of its own (as
+  // the soak does for a failed get): the lost lease alone keeps the slot.
+  auto own = store.acquire(h, t0 + 20ms, 0ms);
+  ASSERT_TRUE(own);
+  auto released = store.release(h, own->lease_id);
+  ASSERT_TRUE(released);
+  EXPECT_FALSE(released->freed);
+  EXPECT_EQ(store.current_stats().slots, 1u);
+  EXPECT_EQ(store.sweep(t0 + 61ms).leases_expired, 1u);
+  EXPECT_EQ(store.current_stats().leases, 0u);
+  EXPECT_EQ(store.current_stats().slots, 0u);
+  EXPECT_FALSE(store.has_deadlines());
 }
 
 TEST_F(SlotStore, AChunkPulledTwiceIsRefusedAndNeitherRenewsNorClosesTheTransfer) {
@@ -584,7 +609,7 @@ TEST_F(SlotStore, AChunkPulledTwiceIsRefusedAndNeitherRenewsNorClosesTheTransfer
   // The refused pull renewed nothing: the deadline is still 50 ms from t0.
   EXPECT_EQ(store.sweep(t0 + 60ms).leases_expired, 1u);
   EXPECT_EQ(store.current_stats().leases, 0u);
-  // A fresh lease serves every chunk once and is then held.
+  // A fresh lease serves every chunk once and its transfer is then done.
   auto next = store.acquire(h, t0, 50ms, 3);
   ASSERT_TRUE(next);
   EXPECT_EQ(pull_chunks(store, *next, t0), bytes_of(10));
@@ -592,17 +617,23 @@ TEST_F(SlotStore, AChunkPulledTwiceIsRefusedAndNeitherRenewsNorClosesTheTransfer
   EXPECT_EQ(store.current_stats().leases, 1u);
 }
 
-TEST_F(SlotStore, AnEmptyPayloadsLeaseIsHeldAtOnce) {
+TEST_F(SlotStore, AnEmptyPayloadsTransferIsDoneAtOnceAndItsLeaseWaitsForItsHold) {
   auto h = store.register_data({}, t0);
   auto ready = store.acquire(h, t0, 50ms);
   ASSERT_TRUE(ready);
   EXPECT_EQ(ready->chunk_count, 0u);
   EXPECT_EQ(ready->transfer_id, 0u);
-  EXPECT_FALSE(store.has_deadlines());
   EXPECT_EQ(store.current_stats().transfers, 0u);
+  EXPECT_TRUE(store.has_deadlines());
+  ASSERT_FALSE(store.hold(h, ready->lease_id));
+  EXPECT_FALSE(store.has_deadlines());
   auto r = store.release(h, ready->lease_id);
   ASSERT_TRUE(r);
   EXPECT_TRUE(r->freed);
+  // Never held: its deadline ends it.
+  auto again = store.register_data({}, t0);
+  ASSERT_TRUE(store.acquire(again, t0, 50ms));
+  EXPECT_EQ(store.sweep(t0 + 60ms).leases_expired, 1u);
 }
 
 // -- blocks a GET given up may still read --------------------------------------

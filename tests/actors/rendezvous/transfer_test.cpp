@@ -160,8 +160,9 @@ TEST(Transfer, ChunksArriveInEveryOrderAndLandAtTheirOffsets) {
         next.max_in_flight = std::max(next.max_in_flight, rest.size());
         next.delivers += all<T::deliver>(cmds).size();
         EXPECT_EQ(has<T::deliver>(cmds), rest.empty());
-        if (rest.empty()) { // the owner holds a chunked lease by itself
-          EXPECT_FALSE(has<T::send_hold>(cmds));
+        if (rest.empty()) { // the owner keeps its deadline until the hold
+          EXPECT_EQ(one<T::send_hold>(cmds).lease_id, 11u);
+          EXPECT_EQ(one<T::send_hold>(cmds).within, 10s); // a quarter of 40 s
         }
         explore(copy, rest, next);
       }
@@ -324,7 +325,7 @@ TEST(Transfer, TheFallbackPullsAndFinishesByChunks) {
   EXPECT_EQ(all<T::send_pull>(cmds).size(), 2u);
   t.on_chunk(1, 4);
   auto end = t.on_chunk(0, 4);
-  EXPECT_FALSE(has<T::send_hold>(end));
+  EXPECT_EQ(one<T::send_hold>(end).lease_id, 11u); // the chunked lease's
   auto d = one<T::deliver>(end);
   EXPECT_FALSE(d.by_rdma);
   EXPECT_EQ(d.total_len, 8u);
@@ -520,7 +521,7 @@ TEST(Transfer, AnEmptyPayloadIsDeliveredWithoutAPull) {
   auto cmds = t.on_acquired(ready(0));
   EXPECT_FALSE(has<T::send_pull>(cmds));
   EXPECT_EQ(one<T::deliver>(cmds).total_len, 0u);
-  EXPECT_FALSE(has<T::send_hold>(cmds)); // the owner opened no transfer for it
+  EXPECT_EQ(one<T::send_hold>(cmds).lease_id, 11u); // its lease still has a deadline
 }
 
 TEST(Transfer, GetPinnedPullsIntoARegisteredBlock) {
@@ -649,7 +650,7 @@ TEST(Transfer, EveryAcquireButGetPinnedsAsksForTheEagerAnswer) {
   EXPECT_EQ(one<T::send_acquire>(off.start()).request.eager_max, 0u);
 }
 
-TEST(Transfer, AnEagerAnswerIsDeliveredWithoutAPullAndWithoutAHold) {
+TEST(Transfer, AnEagerAnswerIsDeliveredWithoutAPullAndItsLeaseHeld) {
   for (auto dest : {T::into::buffer, T::into::raw, T::into::pinned_writer}) {
     T t{eager_params(dest)};
     t.start();
@@ -664,7 +665,9 @@ TEST(Transfer, AnEagerAnswerIsDeliveredWithoutAPullAndWithoutAHold) {
     auto d = one<T::deliver>(cmds);
     EXPECT_EQ(d.total_len, 3000u);
     EXPECT_EQ(d.lease_id, 11u);
-    EXPECT_FALSE(has<T::send_hold>(cmds)); // the owner holds it, as after a last pull
+    // The owner keeps its deadline until told: an answer lost on the way
+    // leaves no lease behind for good.
+    EXPECT_EQ(one<T::send_hold>(cmds).lease_id, 11u);
     EXPECT_TRUE(t.eager());
     EXPECT_TRUE(t.finished());
   }
@@ -924,6 +927,42 @@ TEST(Transfer, AFinishedGetsHoldIsDeferredOnlyWhenItMayBeAndItsBoundAllows) {
     auto hold = one<T::send_hold>(t.on_get_done());
     EXPECT_EQ(hold.deferred, r.deferred);
     EXPECT_EQ(hold.within >= T::min_hold_deferral, r.lease_timeout_ms >= 4000);
+  }
+}
+
+TEST(Transfer, AChunkedGetHoldsItsLeaseWithinAQuarterOfItAndOnlyIfItHasADeadline) {
+  struct row {
+    bool defer_holds;
+    std::chrono::milliseconds lease, request_timeout;
+    std::optional<std::chrono::milliseconds> within; // none: no hold
+    bool deferred;
+  };
+  const row rows[] = {
+    {true, 40s, 1s, 10s, true},
+    {true, 1s, 3s, 1500ms, true},   // the lease is at least two request timeouts
+    {true, 2s, 0ms, 500ms, false},  // too close to defer
+    {false, 40s, 1s, 10s, false},   // no service to defer through
+    {true, 0ms, 0ms, std::nullopt, false}, // no deadline asked: nothing to hold
+  };
+  for (const auto& r : rows) {
+    SCOPED_TRACE(r.lease.count());
+    auto p = params();
+    p.rdma_registry = false;
+    p.defer_holds = r.defer_holds;
+    p.lease = r.lease;
+    p.request_timeout = r.request_timeout;
+    T t{p};
+    t.start();
+    t.on_acquired(ready(4));
+    auto cmds = t.on_chunk(0, 4);
+    ASSERT_TRUE(has<T::deliver>(cmds));
+    if (!r.within) {
+      EXPECT_FALSE(has<T::send_hold>(cmds));
+      continue;
+    }
+    auto hold = one<T::send_hold>(cmds);
+    EXPECT_EQ(hold.within, *r.within);
+    EXPECT_EQ(hold.deferred, r.deferred);
   }
 }
 
