@@ -36,6 +36,7 @@ std::string to_string(errc code) {
     case errc::cancelled: return "cancelled";
     case errc::not_registered: return "not_registered";
     case errc::no_channel: return "no_channel";
+    case errc::internal_error: return "internal_error";
   }
   return "errc(" + std::to_string(static_cast<int>(code)) + ")";
 }

@@ -42,10 +42,11 @@ enum class errc : uint8_t {
   cancelled,           // the requester cancelled before the work started
   not_registered,      // a call that needs a hello first (membership, lookup)
   no_channel,          // the control channel has no such peer: nothing was sent
+  internal_error,      // an exception inside ferry ended the work (a bug; the text names it)
 };
 
 /// The highest code (what a peer's error answer may carry).
-inline constexpr errc errc_last = errc::no_channel;
+inline constexpr errc errc_last = errc::internal_error;
 
 /// The CAF error category ferry's codes live in.
 constexpr caf::atom_value error_category = caf::atom("ferry");

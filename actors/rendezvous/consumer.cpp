@@ -1,7 +1,9 @@
 #include "actors/rendezvous/consumer.hpp"
 
 #include <algorithm>
+#include <exception>
 #include <optional>
+#include <stdexcept>
 
 #include <caf/actor_clock.hpp>
 #include <caf/actor_system.hpp>
@@ -310,11 +312,54 @@ void on_acquire_answer(consumer_ptr self, uint64_t seq, const std::string& body,
   auto answer = decode<rv_acquire_response>(body);
   if (!answer)
     return apply(self, st.rules->on_error(std::move(answer.error())));
-  if (!eager)
-    return apply(self, st.rules->on_acquired(*answer));
-  st.chunk = eager; // write_chunk reads it
-  apply(self, st.rules->on_acquired(*answer, eager->size()));
-  self->state.chunk = nullptr;
+  if (!eager) {
+    apply(self, st.rules->on_acquired(*answer));
+  } else {
+    st.chunk = eager; // write_chunk reads it
+    apply(self, st.rules->on_acquired(*answer, eager->size()));
+    self->state.chunk = nullptr;
+  }
+#ifdef FERRY_TEST_HOOKS
+  if (self->state.ctx.cfg.test_throw_on_acquire_answer)
+    throw std::runtime_error("thrown by the test hook");
+#endif
+}
+
+/// An exception out of a handler ends the actor, and CAF 0.17 leaves the
+/// promise it held unanswered: the caller would wait out its own timeout.
+/// So the get fails now with what was thrown (internal_error), its lease
+/// goes back as on any failure, and the error is logged.
+caf::error on_exception(consumer_ptr self, std::exception_ptr& eptr) {
+  std::string what = "an exception of unknown type";
+  try {
+    std::rethrow_exception(eptr);
+  } catch (const std::exception& e) {
+    what = e.what();
+  } catch (...) {
+  }
+  auto& st = self->state;
+  auto err = make_error(errc::internal_error, "the consumer of the get of " + to_string(st.handle)
+                                                + " failed: " + what);
+  spdlog::error("consumer: {}", describe(err));
+  if (st.done || !st.rp.pending())
+    return err;
+  try {
+    if (st.rules)
+      for (auto& cmd : st.rules->on_error(err)) {
+        if (auto* d = std::get_if<transfer::send_detach>(&cmd))
+          tell_owner(st.route, rv_detach_atom::value,
+                     encode(rv_detach_request{st.handle, d->lease_id, d->get_unfinished}));
+        else if (auto* r = std::get_if<transfer::send_release>(&cmd))
+          tell_owner(st.route, rv_release_atom::value,
+                     encode(rv_release_request{st.handle, r->lease_id, r->get_unfinished}));
+      }
+  } catch (...) { // the lease then ends with its deadline
+  }
+  st.done = true;
+  if (st.ctx.metrics)
+    st.ctx.metrics->gets_failed->Increment();
+  st.rp.deliver(err);
+  return err;
 }
 
 void send_acquire(consumer_ptr self, rv_acquire_request req) {
@@ -510,6 +555,8 @@ caf::behavior consumer(consumer_ptr self, consumer_context ctx) {
   self->state.ctx = std::move(ctx);
   if (auto* m = self->state.ctx.metrics)
     m->consumers_started->Increment();
+  self->set_exception_handler(
+    [=](caf::scheduled_actor*, std::exception_ptr& eptr) { return on_exception(self, eptr); });
   // Told to stop (its service ends with the node): a get still out fails
   // now, where a dropped promise would leave its caller waiting out its
   // own timeout.

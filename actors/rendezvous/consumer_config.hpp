@@ -13,7 +13,8 @@ struct consumer_config {
   std::chrono::milliseconds transfer_timeout{300000};
   // The deadline of the lease a transfer holds while it runs (sent as the
   // acquire's lease_ms; pulls and renewals every half of it keep it alive).
-  // Once the transfer is done the lease is held with no deadline.
+  // Once the get delivered, its hold (a quarter of it later, unless the
+  // caller ended the lease first) makes the lease one with no deadline.
   std::chrono::milliseconds transfer_lease{30000};
   // Chunk pulls kept in flight per transfer.
   uint32_t pull_window = 8;
@@ -29,6 +30,9 @@ struct consumer_config {
   // registered block that is then copied out (set when no transport needs
   // registered local memory: ucx_context::registers_without_pinning).
   bool get_into_result = false;
+  // Test hook (honoured only in FERRY_TEST_HOOKS builds): the handler of an
+  // acquire's answer throws once the answer is applied, as a bug would.
+  bool test_throw_on_acquire_answer = false;
 };
 
 } // namespace ferry

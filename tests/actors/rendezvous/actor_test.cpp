@@ -111,6 +111,28 @@ TEST_F(ActorChunked, AConsumerThatFinishedCleanlyServesTheNextGet) {
   EXPECT_EQ(cm.gets_ok->Value(), 4);
 }
 
+TEST_F(ActorChunked, AnExceptionInAConsumerFailsItsGetAndGivesItsLeaseBack) {
+  // CAF 0.17 leaves the promise of an actor that threw unanswered: without
+  // the consumer's handler the caller waits out its own timeout, and the
+  // lease stays until its deadline.
+  caf::anon_send_exit(ctx->consumer, caf::exit_reason::user_shutdown);
+  sched.run();
+  auto cc = consumer_ctx();
+  cc.cfg.test_throw_on_acquire_answer = true;
+  ctx->consumer = spawn_consumer_service(sys, cc);
+  sched.run();
+  auto h = stage(3 * chunk);
+  auto r = call<byte_buffer, uint64_t>(ctx->consumer, get_atom::value, h);
+  ASSERT_FALSE(r.values);
+  EXPECT_TRUE(is(r.error, errc::internal_error)) << describe(r.error);
+  EXPECT_NE(describe(r.error).find("thrown by the test hook"), std::string::npos)
+    << describe(r.error);
+  EXPECT_EQ(cm.gets_failed->Value(), 1);
+  sched.run();
+  EXPECT_NE(owner_stat().find("\"leases\":0"), std::string::npos) << owner_stat();
+  EXPECT_NE(owner_stat().find("\"slots\":1"), std::string::npos) << owner_stat();
+}
+
 TEST_F(ActorChunked, TheGatewayKeepsThePeerDirectoryInStep) {
   constexpr uint64_t peer = 9;
   // A stand-in for the peer's gateway, which the gateway monitors.
