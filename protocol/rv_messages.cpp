@@ -100,6 +100,7 @@ struct reader<rv_acquire_request> {
     }
     x.lease_ms = std::min(optional_u64(j, "lease_ms", 0), max_wire_duration_ms);
     x.eager_max = optional_u64(j, "eager_max", 0);
+    x.holds = optional_bool(j, "holds", false);
     return x;
   }
 };
@@ -208,6 +209,8 @@ std::string encode(const rv_acquire_request& x) {
     j["lease_ms"] = x.lease_ms;
   if (x.eager_max != 0)
     j["eager_max"] = x.eager_max;
+  if (x.holds)
+    j["holds"] = true;
   return dump(j);
 }
 

@@ -43,6 +43,10 @@ struct rv_acquire_request {
   // The largest payload the consumer takes inside the answer (the eager
   // acquire, rv_acquire_eager_atom); default 0: none (the plain acquire).
   uint64_t eager_max = 0;
+  // Default false (an old consumer): the owner holds a chunked lease by
+  // itself once it served the last chunk. True: the consumer sends a hold
+  // once it has the bytes, and until then the lease keeps its deadline.
+  bool holds = false;
 };
 
 /// Chunked answer: pull chunk_count chunks of chunk_size (the last may be short).

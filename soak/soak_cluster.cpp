@@ -98,9 +98,11 @@ std::string soak_cluster::launch(int index) {
     // Idle arenas go back after two seconds, so registered memory returns
     // to its idle baseline once traffic stops.
     "--arena-reclaim-after-ms", "2000", "--retain-arena-bytes", "0",
-    // A lease whose get answered a caller that had just given up is known
-    // to nobody; it ends with its RDMA deadline (docs/reliability.md). The
-    // settle bound must cover that deadline, the sweep and the reclaim.
+    // A lease whose get answered a caller that had just given up, or whose
+    // answer was lost with a connection, is known to nobody; it ends with
+    // its deadline (an RDMA lease's, or the chunked lease, which is the
+    // same timeout: docs/known-issues.md). The settle bound must cover that
+    // deadline, the sweep and the reclaim.
     "--lease-timeout-ms", std::to_string(node_lease_timeout.count())};
   if (role.small_budget)
     args.insert(args.end(), {"--registered-bytes-budget", std::to_string(small_budget_bytes)});

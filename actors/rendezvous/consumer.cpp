@@ -341,8 +341,12 @@ caf::error on_exception(consumer_ptr self, std::exception_ptr& eptr) {
   auto err = make_error(errc::internal_error, "the consumer of the get of " + to_string(st.handle)
                                                 + " failed: " + what);
   spdlog::error("consumer: {}", describe(err));
-  if (st.done || !st.rp.pending())
+  if (!st.rp.pending()) // answered already (a throw after it is only logged)
     return err;
+  // The rules' own failure: the lease goes back, and a GET still running
+  // into a caller's writer makes the error get_abandoned (the writer is
+  // unsafe), whatever the cause.
+  auto answer = err;
   try {
     if (st.rules)
       for (auto& cmd : st.rules->on_error(err)) {
@@ -352,13 +356,15 @@ caf::error on_exception(consumer_ptr self, std::exception_ptr& eptr) {
         else if (auto* r = std::get_if<transfer::send_release>(&cmd))
           tell_owner(st.route, rv_release_atom::value,
                      encode(rv_release_request{st.handle, r->lease_id, r->get_unfinished}));
+        else if (auto* f = std::get_if<transfer::fail>(&cmd))
+          answer = f->error;
       }
   } catch (...) { // the lease then ends with its deadline
   }
   st.done = true;
   if (st.ctx.metrics)
     st.ctx.metrics->gets_failed->Increment();
-  st.rp.deliver(err);
+  st.rp.deliver(std::move(answer));
   return err;
 }
 

@@ -25,7 +25,7 @@ namespace {
 /// concurrent gets spawns more; those beyond it quit when done).
 constexpr size_t max_idle_consumers = 8;
 
-/// Tells an owner to hold a finished GET's lease with no deadline.
+/// Tells an owner to hold a finished get's lease with no deadline.
 void send_hold(const deferred_holds::entry& e, consumer_metrics* m) {
   if (m)
     m->holds_sent->Increment();

@@ -2,7 +2,7 @@
 // handle API. Worker actors and the blocking client talk to it; it spawns one
 // consumer per get and forwards the small calls (metadata, ref, detach,
 // release) to the handle's owner with a bounded timeout. It keeps the holds
-// of finished GETs until they are due (deferred_holds) and drops the one of a
+// of finished gets until they are due (deferred_holds) and drops the one of a
 // lease its caller ends first. It owns its consumers: it monitors each, and
 // its end stops every one still running, so a node's stop never waits for a
 // consumer's requests to time out.

@@ -4,23 +4,28 @@ namespace ferry {
 
 void deferred_holds::add(entry e) {
   key k{e.handle, e.lease_id};
-  by_lease_[k] = std::move(e);
+  cancel(e.handle, e.lease_id); // a repeat replaces it
+  by_due_.emplace(e.due, k);
+  by_lease_.emplace(k, std::move(e));
 }
 
 bool deferred_holds::cancel(const data_handle& h, uint64_t lease_id) {
-  return by_lease_.erase(key{h, lease_id}) > 0;
+  auto i = by_lease_.find(key{h, lease_id});
+  if (i == by_lease_.end())
+    return false;
+  by_due_.erase(due_key{i->second.due, i->first});
+  by_lease_.erase(i);
+  return true;
 }
 
 std::vector<deferred_holds::entry>
 deferred_holds::take_due(clock_type::time_point now) {
   std::vector<entry> out;
-  for (auto i = by_lease_.begin(); i != by_lease_.end();) {
-    if (i->second.due <= now) {
-      out.push_back(std::move(i->second));
-      i = by_lease_.erase(i);
-    } else {
-      ++i;
-    }
+  while (!by_due_.empty() && by_due_.begin()->first <= now) {
+    auto i = by_lease_.find(by_due_.begin()->second);
+    by_due_.erase(by_due_.begin());
+    out.push_back(std::move(i->second));
+    by_lease_.erase(i);
   }
   return out;
 }
@@ -30,15 +35,14 @@ std::vector<deferred_holds::entry> deferred_holds::take_all() {
   for (auto& [k, e] : by_lease_)
     out.push_back(std::move(e));
   by_lease_.clear();
+  by_due_.clear();
   return out;
 }
 
 std::optional<deferred_holds::clock_type::time_point> deferred_holds::next_due() const {
-  std::optional<clock_type::time_point> first;
-  for (const auto& [k, e] : by_lease_)
-    if (!first || e.due < *first)
-      first = e.due;
-  return first;
+  if (by_due_.empty())
+    return std::nullopt;
+  return by_due_.begin()->first;
 }
 
 } // namespace ferry

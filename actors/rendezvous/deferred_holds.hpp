@@ -1,13 +1,16 @@
-// deferred_holds: the holds of finished GETs not yet sent to their owners.
-// A finished GET's lease must become held (no deadline) before its RDMA
-// deadline passes, but most callers release or detach it much sooner, which
+// deferred_holds: the holds of finished gets not yet sent to their owners.
+// A finished get's lease must become held (no deadline) before its deadline
+// passes (a GET's RDMA lease; a chunked lease's, counted from its last
+// chunk served), but most callers release or detach it much sooner, which
 // makes the hold moot: one message less per get, on the owner's CPU too.
 // So the consumer service keeps the hold here until it is due (the
 // transfer's bound: a quarter of the lease timeout, well inside the
 // deadline the last renewal left) and sends it only if the caller has not
 // ended the lease through this node by then. A hold that arrives after the
 // lease ended some other way finds no lease and changes nothing.
-// A plain structure: the consumer service owns it and its timer.
+// A plain structure: the consumer service owns it and its timer. Every
+// finished get's hold waits here (a chunked lease's too), so the holds are
+// kept by due time as well: a tick takes the due ones without a scan.
 // Must never: let a hold go past its due time, or send one for a lease this
 // node's caller already ended.
 #pragma once
@@ -16,6 +19,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <utility>
 #include <vector>
 
@@ -48,7 +52,9 @@ public:
 
 private:
   using key = std::pair<data_handle, uint64_t>;
+  using due_key = std::pair<clock_type::time_point, key>;
   std::map<key, entry> by_lease_;
+  std::set<due_key> by_due_; // the same holds, soonest first
 };
 
 } // namespace ferry

@@ -426,7 +426,8 @@ acquire_outcome decide_acquire(owner_ptr self, const std::string& body, bool eag
     reason = path_reason::not_pinned; // check 8: the staging is gone
   }
   auto lease_deadline = std::chrono::milliseconds{req->lease_ms};
-  auto ready = self->state.store.acquire(req->handle, now(self), lease_deadline, holder);
+  auto ready = self->state.store.acquire(req->handle, now(self), lease_deadline, holder,
+                                         req->holds);
   if (!ready) {
     out.error = std::move(ready.error());
     return out;

@@ -159,14 +159,16 @@ slot_store::acquire_rdma(const data_handle& h, time_point now, duration deadline
 caf::expected<rv_ready> slot_store::acquire(const data_handle& h,
                                             time_point now,
                                             duration lease_deadline,
-                                            uint64_t holder) {
+                                            uint64_t holder, bool consumer_holds) {
   auto s = find(h);
   if (!s)
     return unknown_handle(h);
   lease l;
   l.holder = holder;
-  if (s->len == 0) // nothing to pull: done from the start (held at the hold)
-    return rv_ready{add_lease(*s, l, now, lease_deadline), 0, chunk_size_, 0, 0};
+  l.held_when_done = !consumer_holds;
+  if (s->len == 0) // nothing to pull: done from the start
+    return rv_ready{add_lease(*s, l, now, consumer_holds ? lease_deadline : duration::zero()),
+                    0, chunk_size_, 0, 0};
   l.transfer_id = next_lease_id_++;
   l.pulled.assign(chunk_count(*s), false);
   auto lease_id = add_lease(*s, l, now, lease_deadline);
@@ -195,8 +197,8 @@ slot_store::pull(uint64_t transfer_id, uint64_t index, time_point now) {
   if (l.deadline_period > duration::zero())
     l.expires_at = now + l.deadline_period;
   auto offset = index * chunk_size_;
-  if (++l.served == count) // the last chunk: the transfer is done
-    close_transfer(l);     // (`t` is gone); the lease waits for its hold
+  if (++l.served == count) // the last chunk: the transfer is done (`t` is gone)
+    transfer_done(l);
   auto len = std::min<uint64_t>(chunk_size_, s.len - offset);
   if (s.bytes) // plain memory: the chunk shares it, no copy
     return chunk_bytes::view(s.bytes, s.bytes->data() + offset, len);
@@ -244,8 +246,10 @@ void slot_store::forget_lease(const lease& l) {
   --lease_count_;
 }
 
-void slot_store::close_transfer(lease& l) {
-  transfers_.erase(l.transfer_id);
+void slot_store::transfer_done(lease& l) {
+  if (l.held_when_done) // an old consumer: it sends no hold
+    return make_held(l);
+  transfers_.erase(l.transfer_id); // the lease keeps its deadline until its hold
   l.transfer_id = 0;
   l.pulled.clear();
 }

@@ -33,7 +33,9 @@
 //   (an eager answer too) keeps its deadline until the hold comes, so a
 //   lease whose answer never reached its consumer (lost with a connection,
 //   or come after the consumer's timeout) ends with its deadline instead
-//   of staying held for as long as the consumer's node lives.
+//   of staying held for as long as the consumer's node lives. A consumer
+//   from before holds (its acquire does not say `holds`) sends none: its
+//   lease is held as its transfer is done, as it always was.
 // - An RDMA lease that ends while its GET may still run (its consumer says
 //   so at detach or release, the sweep reaps it, its holder went away)
 //   leaves its holder on the slot as a possible reader; a pinned slot freed
@@ -159,9 +161,12 @@ public:
   /// Takes a lease and opens a chunked transfer. A non-zero `lease_deadline`
   /// ends the lease when nothing touches it for that long. An empty payload
   /// has nothing to pull: its transfer is done at once (transfer id 0).
+  /// `consumer_holds`: the consumer sends a hold once it has the bytes, so a
+  /// done transfer's lease keeps its deadline until then; false (a consumer
+  /// from before holds): the lease is held as its transfer is done.
   caf::expected<rv_ready> acquire(const data_handle& h, time_point now,
                                   duration lease_deadline = duration::zero(),
-                                  uint64_t holder = 0);
+                                  uint64_t holder = 0, bool consumer_holds = true);
 
   /// One chunk of an open transfer; renews the lease's deadline. Each chunk
   /// is served once (a repeat is a protocol violation and changes nothing);
@@ -227,6 +232,7 @@ public:
 private:
   struct lease {
     uint64_t transfer_id = 0; // 0 for an RDMA lease or a done one
+    bool held_when_done = false; // its consumer sends no hold (an old one)
     uint64_t served = 0;      // distinct chunks answered on its transfer
     std::vector<bool> pulled; // which of them (a chunk is served once)
     bool rdma = false;        // a GET may be reading (descriptor out)
@@ -267,7 +273,7 @@ private:
   uint64_t add_lease(slot& s, lease l, time_point now, duration deadline);
   void forget_lease(const lease& l);
   static void note_reader(slot& s, const lease& l, bool get_may_run);
-  void close_transfer(lease& l);
+  void transfer_done(lease& l);
   void make_held(lease& l);
   static bool has_rdma_lease(const slot& s);
 

@@ -39,6 +39,7 @@ transfer::commands transfer::acquire(bool allow_offer) {
   rv_acquire_request req;
   req.handle = p_.handle;
   req.lease_ms = static_cast<uint64_t>(std::max<int64_t>(0, chunked_lease().count()));
+  req.holds = true; // a finished get's hold keeps the lease (finish)
   // get_pinned's chunks land in a pool block allocated after the answer.
   req.eager_max = p_.dest == into::pinned_result ? 0 : p_.eager_max;
   asked_eager_ = req.eager_max;

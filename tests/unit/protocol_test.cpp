@@ -130,12 +130,14 @@ TEST(ProtocolBodies, AcquireRoundTrip) {
   req.handle = sample;
   req.rdma = rdma_offer{{"ucx"}};
   req.lease_ms = 250;
+  req.holds = true;
   auto back = decode<rv_acquire_request>(encode(req));
   ASSERT_TRUE(back);
   EXPECT_EQ(back->handle, sample);
   ASSERT_TRUE(back->rdma);
   EXPECT_EQ(back->rdma->backends, std::vector<std::string>{"ucx"});
   EXPECT_EQ(back->lease_ms, 250u);
+  EXPECT_TRUE(back->holds);
 }
 
 TEST(ProtocolBodies, AcquireFromAnOldConsumerHasNoOfferAndNoDeadline) {
@@ -143,6 +145,10 @@ TEST(ProtocolBodies, AcquireFromAnOldConsumerHasNoOfferAndNoDeadline) {
   ASSERT_TRUE(back);
   EXPECT_FALSE(back->rdma);
   EXPECT_EQ(back->lease_ms, 0u);
+  EXPECT_FALSE(back->holds); // nor does it send a hold after a chunked get
+  rv_acquire_request plain;
+  plain.handle = sample;
+  EXPECT_EQ(encode(plain).find("holds"), std::string::npos);
 }
 
 TEST(ProtocolBodies, UnknownFieldsAreIgnored) {

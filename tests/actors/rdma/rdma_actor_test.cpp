@@ -192,7 +192,8 @@ TEST_F(ActorRdma, AFailedGetFallsBackToChunksExactlyOnce) {
   EXPECT_EQ(remote_om.chunks_served->Value(), 3);
   EXPECT_EQ(path(transfer_path::chunked, path_reason::get_failed), 1);
   EXPECT_EQ(path(transfer_path::rdma, path_reason::ok), 0);
-  // The RDMA lease was detached; only the chunked one is left, held.
+  // The RDMA lease was detached; only the chunked one is left (its hold
+  // on its way through the consumer service).
   EXPECT_TRUE(remote_has("\"leases\":1")) << remote_stat();
 }
 

@@ -276,6 +276,7 @@ TEST_F(ActorLease, AnEagerAnswerThatNeverReachesItsConsumerEndsWithItsLeaseDeadl
   req.handle = h;
   req.eager_max = 1 << 20;
   req.lease_ms = 500;
+  req.holds = true; // a consumer that holds its leases when done
   auto a = call<std::string, chunk_bytes>(ctx->owner, rv_acquire_eager_atom::value,
                                           encode(req));
   ASSERT_TRUE(a.values) << describe(a.error);

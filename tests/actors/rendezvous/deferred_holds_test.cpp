@@ -1,4 +1,4 @@
-// deferred_holds: the finished GETs' holds the consumer service keeps until
+// deferred_holds: the finished gets' holds the consumer service keeps until
 // they are due.
 #include <gtest/gtest.h>
 
@@ -45,5 +45,26 @@ TEST(DeferredHolds, StoppingSendsEveryWaitingHold) {
   holds.add(at(1, 1, 1h));
   holds.add(at(2, 2, 2h));
   EXPECT_EQ(holds.take_all().size(), 2u);
+  EXPECT_EQ(holds.size(), 0u);
+}
+
+TEST(DeferredHolds, ManyHoldsGoSoonestFirstAndARepeatReplacesItsDueTime) {
+  deferred_holds holds;
+  for (uint64_t i = 0; i < 100; ++i) // due in an order unlike the leases'
+    holds.add(at(1, i, std::chrono::milliseconds{(i * 37) % 100}));
+  holds.add(at(1, 5, 500ms)); // lease 5 again, later: only the later time stands
+  EXPECT_EQ(holds.size(), 100u);
+  EXPECT_TRUE(holds.cancel(data_handle{7, 1}, 0)); // due at 0 ms
+  EXPECT_EQ(*holds.next_due(), t0 + 1ms);
+  auto due = holds.take_due(t0 + 99ms);
+  ASSERT_EQ(due.size(), 98u); // all but lease 0 (cancelled) and lease 5 (moved)
+  for (size_t i = 1; i < due.size(); ++i)
+    EXPECT_LE(due[i - 1].due, due[i].due);
+  for (auto& e : due)
+    EXPECT_NE(e.lease_id, 5u);
+  EXPECT_EQ(*holds.next_due(), t0 + 500ms);
+  auto last = holds.take_due(t0 + 500ms);
+  ASSERT_EQ(last.size(), 1u);
+  EXPECT_EQ(last[0].lease_id, 5u);
   EXPECT_EQ(holds.size(), 0u);
 }

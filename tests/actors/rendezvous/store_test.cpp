@@ -569,6 +569,22 @@ TEST_F(SlotStore, TheLastChunkServedClosesTheTransferAndTheLeaseKeepsItsDeadline
   EXPECT_EQ(store.drop_holder(3).leases, 1u); // still its node's
 }
 
+TEST_F(SlotStore, AConsumerThatSendsNoHoldHasItsLeaseHeldAsItsTransferIsDone) {
+  // A consumer from before holds: the owner holds its lease by itself.
+  auto h = store.register_data(bytes_of(10), t0);
+  auto ready = store.acquire(h, t0, 50ms, 3, false);
+  ASSERT_TRUE(ready);
+  EXPECT_TRUE(store.has_deadlines());
+  ASSERT_EQ(pull_chunks(store, *ready, t0), bytes_of(10));
+  EXPECT_FALSE(store.has_deadlines());
+  EXPECT_EQ(store.sweep(t0 + 1h).leases_expired, 0u);
+  EXPECT_EQ(store.current_stats().leases, 1u);
+  auto empty = store.register_data({}, t0);
+  ASSERT_TRUE(store.acquire(empty, t0, 50ms, 3, false));
+  EXPECT_FALSE(store.has_deadlines());
+  EXPECT_EQ(store.sweep(t0 + 1h).leases_expired, 0u);
+}
+
 TEST_F(SlotStore, AFinishedTransferWhoseHoldNeverComesEndsWithItsDeadline) {
   // The last chunk's answer (or an eager one) lost on the way: the consumer
   // never holds the lease, and it must not stay for as long as its node.

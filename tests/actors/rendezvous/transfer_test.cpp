@@ -117,6 +117,7 @@ TEST(Transfer, TheOfferComesFromLocalFactsAndEachMissingOneIsCounted) {
     EXPECT_EQ(t.offered(), r.offered);
     EXPECT_EQ(acq.request.handle, handle);
     EXPECT_EQ(acq.request.lease_ms, 40000u); // every acquire asks for a deadline
+    EXPECT_TRUE(acq.request.holds);          // and says it holds the lease when done
     auto counts = all<T::count>(cmds);
     if (r.offered) {
       EXPECT_TRUE(counts.empty());
