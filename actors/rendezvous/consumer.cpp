@@ -147,6 +147,18 @@ void fail(consumer_ptr self, caf::error err) {
     self->quit();
 }
 
+/// Sends `cmd` when it ends a lease (a detach or a release) of a get that
+/// is over; any other command is not this get's any more.
+void send_lease_end(consumer_ptr self, const transfer::command& cmd) {
+  auto& st = self->state;
+  if (auto* d = std::get_if<transfer::send_detach>(&cmd))
+    tell_owner(st.route, rv_detach_atom::value,
+               encode(rv_detach_request{st.handle, d->lease_id, d->get_unfinished}));
+  else if (auto* r = std::get_if<transfer::send_release>(&cmd))
+    tell_owner(st.route, rv_release_atom::value,
+               encode(rv_release_request{st.handle, r->lease_id, r->get_unfinished}));
+}
+
 /// The answer to an acquire sent before the get failed: the lease it
 /// grants goes back to the owner (else it would stay, unused, until its
 /// deadline), then the actor quits.
@@ -154,14 +166,8 @@ void return_late_lease(consumer_ptr self, const std::string* body) {
   auto& st = self->state;
   if (body && st.rules)
     if (auto answer = decode<rv_acquire_response>(*body))
-      for (auto& cmd : st.rules->on_acquired(*answer)) {
-        if (auto* d = std::get_if<transfer::send_detach>(&cmd))
-          tell_owner(st.route, rv_detach_atom::value,
-                     encode(rv_detach_request{st.handle, d->lease_id, false}));
-        else if (auto* r = std::get_if<transfer::send_release>(&cmd))
-          tell_owner(st.route, rv_release_atom::value,
-                     encode(rv_release_request{st.handle, r->lease_id, false}));
-      }
+      for (auto& cmd : st.rules->on_acquired(*answer))
+        send_lease_end(self, cmd);
   if (st.quit_when_answered)
     self->quit();
 }
@@ -350,21 +356,13 @@ caf::error on_exception(consumer_ptr self, std::exception_ptr& eptr) {
   try {
     if (st.rules)
       for (auto& cmd : st.rules->on_error(err)) {
-        if (auto* d = std::get_if<transfer::send_detach>(&cmd))
-          tell_owner(st.route, rv_detach_atom::value,
-                     encode(rv_detach_request{st.handle, d->lease_id, d->get_unfinished}));
-        else if (auto* r = std::get_if<transfer::send_release>(&cmd))
-          tell_owner(st.route, rv_release_atom::value,
-                     encode(rv_release_request{st.handle, r->lease_id, r->get_unfinished}));
-        else if (auto* f = std::get_if<transfer::fail>(&cmd))
+        send_lease_end(self, cmd);
+        if (auto* f = std::get_if<transfer::fail>(&cmd))
           answer = f->error;
       }
   } catch (...) { // the lease then ends with its deadline
   }
-  st.done = true;
-  if (st.ctx.metrics)
-    st.ctx.metrics->gets_failed->Increment();
-  st.rp.deliver(std::move(answer));
+  fail(self, std::move(answer)); // (the actor ends with the handler anyway)
   return err;
 }
 

@@ -371,11 +371,11 @@ transfer::commands transfer::finish(bool by_rdma) {
   // hold then finds none and changes nothing).
   if (p_.single_use)
     return {deliver{total_len_, lease_id_, by_rdma}, send_release{lease_id_}};
+  if (!by_rdma && chunked_lease().count() == 0) // no deadline: nothing to hold
+    return {deliver{total_len_, lease_id_, false}};
   // A quarter of the lease is well inside the deadline the last renewal
   // (RDMA: half a renewal period) or the last chunk served left.
   auto within = by_rdma ? renew_period_ / 2 : chunked_lease() / 4;
-  if (!by_rdma && chunked_lease().count() == 0) // no deadline: nothing to hold
-    return {deliver{total_len_, lease_id_, false}};
   bool later = p_.defer_holds && within >= min_hold_deferral;
   return {deliver{total_len_, lease_id_, by_rdma}, send_hold{lease_id_, within, later}};
 }
