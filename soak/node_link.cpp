@@ -145,10 +145,10 @@ void node_link::kill_now() {
   child_.kill();
 }
 
-std::string node_link::log_tail() const {
+std::string node_link::log_tail(size_t max_chars) const {
   auto text = process::read_text_file(log_path_);
-  if (text.size() > 2000)
-    text = text.substr(text.size() - 2000);
+  if (text.size() > max_chars)
+    text = text.substr(text.size() - max_chars);
   return text;
 }
 

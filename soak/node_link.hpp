@@ -58,8 +58,8 @@ public:
   uint16_t port() const { return port_; }
   uint64_t worker_id() const { return worker_id_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
-  /// Its stderr's last lines.
-  std::string log_tail() const;
+  /// Its stderr's last `max_chars` characters.
+  std::string log_tail(size_t max_chars = 2000) const;
 
 private:
   void route();

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "soak/known_aborts.hpp"
+
 namespace ferry::soak {
 
 namespace {
@@ -60,6 +62,19 @@ void run_ledger::add_fault(fault_record f) {
 void run_ledger::add_violation(std::string what) {
   std::lock_guard<std::mutex> guard{mtx_};
   violations_.push_back(std::move(what));
+}
+
+bool run_ledger::add_node_death(const std::string& what, const std::string& log) {
+  auto known = known_library_abort(log);
+  std::lock_guard<std::mutex> guard{mtx_};
+  if (!known) {
+    constexpr size_t shown = 2000; // the end of the log, where it died
+    violations_.push_back(what + ": "
+                          + (log.size() > shown ? log.substr(log.size() - shown) : log));
+    return true;
+  }
+  known_aborts_.push_back(what + ": " + *known);
+  return false;
 }
 
 void run_ledger::add_rss(int node, int incarnation, double at_seconds, uint64_t bytes) {
@@ -136,6 +151,7 @@ run_verdict run_ledger::judge() const {
       ++v.faults_survived[f.kind];
   }
   v.violations.insert(v.violations.end(), violations_.begin(), violations_.end());
+  v.known_aborts = known_aborts_;
   for (const auto& [key, samples] : rss_) {
     // The second half of an incarnation's life: past its warm-up.
     std::vector<double> t, b;

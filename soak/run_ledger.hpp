@@ -2,7 +2,8 @@
 // thread-safe to fill). Operations with how they ended, the windows in
 // which a node was under a fault, the faults themselves, the nodes' memory
 // samples, and violations found outside operations (a node not back at its
-// baseline, a shutdown that overran).
+// baseline, a shutdown that overran, a node that died), and the node deaths
+// inside a library that are known and not ferry's (known_aborts.hpp).
 // The verdict: a mismatch or a hang is always a violation; a failure (a
 // clear error, or the node exited) is survived when a node of the
 // operation was under a fault while it ran, else a violation; a failure
@@ -57,6 +58,7 @@ struct run_verdict {
   std::map<std::string, kind_counts> ops;
   std::map<std::string, uint64_t> faults_injected, faults_survived;
   std::vector<std::string> violations; // every one, in order found
+  std::vector<std::string> known_aborts; // node deaths inside a library (known_aborts.hpp)
   std::vector<rss_slope> rss;
   uint64_t operations = 0;
 };
@@ -68,6 +70,11 @@ public:
   void add_fault_window(int node, soak_clock::time_point from, soak_clock::time_point to);
   void add_fault(fault_record f);
   void add_violation(std::string what);
+  /// A node process died on its own: `what` names it and how, `log` is
+  /// its log's end. A violation with the log, unless the log shows a known
+  /// library abort (known_aborts.hpp), which is recorded apart. True when
+  /// it was a violation.
+  bool add_node_death(const std::string& what, const std::string& log);
   void add_rss(int node, int incarnation, double at_seconds, uint64_t bytes);
   uint64_t operations() const;
   uint64_t violations_so_far() const;
@@ -88,6 +95,7 @@ private:
   std::vector<window> windows_;
   std::vector<fault_record> faults_;
   std::vector<std::string> violations_;
+  std::vector<std::string> known_aborts_;
   struct sample {
     double at;
     uint64_t bytes;

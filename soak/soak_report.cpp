@@ -45,6 +45,7 @@ nlohmann::json report_json(const soak_summary& s) {
   j["rss"] = std::move(rss);
   j["node_state"] = s.nodes;
   j["violations"] = v.violations;
+  j["known_library_aborts"] = v.known_aborts;
   j["passed"] = v.violations.empty();
   j["replay"] = replay_command(*s.opts);
   j["logs"] = s.log_dir;
@@ -73,6 +74,13 @@ void print_report(const soak_summary& s) {
   for (const auto& r : v.rss)
     std::printf("%-6d %-12d %10.0f %14.2f %10.0f\n", r.node, r.incarnation,
                 r.last_bytes / 1048576.0, r.mib_per_minute, r.seconds);
+  if (!v.known_aborts.empty()) {
+    std::printf("known library aborts, restarted like a kill and not violations "
+                "(docs/known-issues.md): %zu\n",
+                v.known_aborts.size());
+    for (const auto& a : v.known_aborts)
+      std::printf("  - %s\n", a.c_str());
+  }
   if (v.violations.empty()) {
     std::printf("passed: every completed operation's bytes verified, every failure explained "
                 "by a fault within its bound, every node back at its idle baseline\n");

@@ -48,7 +48,8 @@ std::string held_beyond_idle(const nlohmann::json& s, double idle_registered) {
   return held;
 }
 
-/// A node that exited with no fault on it (it crashed) is a violation; it
+/// A node that exited with no fault on it (it crashed) is a violation,
+/// unless it died inside a library in a known way (known_aborts.hpp); it
 /// is restarted so the run goes on finding more.
 void restart_crashed(soak_cluster& cluster, run_ledger& ledger) {
   for (int slot : cluster.exited_unexpectedly()) {
@@ -60,10 +61,13 @@ void restart_crashed(soak_cluster& cluster, run_ledger& ledger) {
     // its consequences, not more violations.
     auto from = soak_clock::now() - 2s;
     auto status = link->wait_exit(5s);
-    ledger.add_violation("node " + std::to_string(slot) + " (incarnation "
-                         + std::to_string(cluster.incarnation(slot)) + ") exited on its own"
-                         + (status ? ", wait status " + std::to_string(*status) : "") + ": "
-                         + link->log_tail());
+    std::string what = "node " + std::to_string(slot) + " (incarnation "
+                       + std::to_string(cluster.incarnation(slot)) + ") exited on its own"
+                       + (status ? ", wait status " + std::to_string(*status) : "");
+    if (!ledger.add_node_death(what, link->log_tail(16000)))
+      std::fprintf(stderr, "soak: %s inside a library, a known abort (docs/known-issues.md): "
+                           "restarted, not counted as a violation\n",
+                   what.c_str());
     if (auto err = cluster.restart(slot); !err.empty())
       ledger.add_violation("node " + std::to_string(slot) + " did not restart: " + err);
     ledger.add_fault_window(slot, from, soak_clock::now() + fault_grace);

@@ -1,13 +1,15 @@
 // The soak's plain structures: the seeded fault plan (replayable, every
 // kind in a short run, nothing past the duration) and the ledger's verdict
 // (what is a violation and what a survived failure; the memory slope) and
-// the text report of a failed run.
+// the text report of a failed run; a node's death inside a library that is
+// known (and only such a death) is recorded apart from the violations.
 #include <gtest/gtest.h>
 
 #include <regex>
 #include <set>
 
 #include "soak/fault_plan.hpp"
+#include "soak/known_aborts.hpp"
 #include "soak/run_ledger.hpp"
 #include "soak/soak_report.hpp"
 
@@ -120,6 +122,59 @@ TEST(SoakReport, AFailedRunShowsEachNodesControlChannel) {
   EXPECT_NE(failed.find("node 3 control channel: {\"sends_in_flight\":2}"), std::string::npos)
     << failed;
   EXPECT_EQ(failed.find("node 1 control channel"), std::string::npos) << failed;
+}
+
+// The ends of two node logs from CI runs (2026-12-07), trimmed.
+const char* const failed_get_reply_log =
+  "22:59:29.553 [ferry-soak-node warning] peer 6e6d3b7b8040aeba left\n"
+  "[vm:28254:0:28261] ucp_request.inl:346  Fatal: unexpected error: Endpoint timeout\n"
+  "==== backtrace (tid:  28261) ====\n"
+  " 0  /lib/x86_64-linux-gnu/libucs.so.0(ucs_handle_error+0x2dc) [0x7f96edd7fe9c]\n"
+  " 3  /lib/x86_64-linux-gnu/libucp.so.0(ucp_get_req_handler+0x32c) [0x7f96ede1b89c]\n"
+  " 8  /lib/x86_64-linux-gnu/libucp.so.0(ucp_worker_progress+0x72) [0x7f96eddfdef2]\n";
+const char* const pending_purge_log =
+  "[vm:1:0:2] stubs.c:102  Assertion `0' failed\n"
+  "==== backtrace (tid: 2) ====\n"
+  " 4  /lib/x86_64-linux-gnu/libuct.so.0(uct_tcp_ep_pending_purge+0x4f) [0x7f0]\n"
+  " 5  /lib/x86_64-linux-gnu/libuct.so.0(uct_tcp_ep_destroy_internal+0x2a) [0x7f1]\n";
+
+TEST(SoakKnownAborts, OnlyALibrarysOwnMessageAndFramesMakeADeathKnown) {
+  EXPECT_NE(known_library_abort(failed_get_reply_log)->find("ucp_get_req_handler"),
+            std::string::npos);
+  EXPECT_NE(known_library_abort(pending_purge_log)->find("uct_tcp_ep_pending_purge"),
+            std::string::npos);
+  // The same message without UCX's frame, a frame without the message, a
+  // crash in ferry's own code, an empty log: not known.
+  EXPECT_FALSE(known_library_abort(
+    "ucp_request.inl:346  Fatal: unexpected error: Endpoint timeout\n"));
+  EXPECT_FALSE(known_library_abort(" 3 libucp.so.0(ucp_get_req_handler+0x32c)\n"));
+  EXPECT_FALSE(known_library_abort(
+    "Segmentation fault\n 0 ferry(ferry::consumer::deliver+0x10)\n"
+    " 1 libucp.so.0(ucp_worker_progress+0x72)\n"));
+  EXPECT_FALSE(known_library_abort(""));
+}
+
+TEST(SoakLedger, ANodeDeathIsAViolationUnlessItIsAKnownLibraryAbort) {
+  run_ledger ledger;
+  EXPECT_FALSE(ledger.add_node_death("node 1 (incarnation 1) exited on its own",
+                                     failed_get_reply_log));
+  EXPECT_TRUE(ledger.add_node_death("node 2 (incarnation 3) exited on its own",
+                                    "Segmentation fault\n"));
+  auto v = ledger.judge();
+  ASSERT_EQ(v.violations.size(), 1u);
+  EXPECT_NE(v.violations[0].find("node 2 (incarnation 3) exited on its own: Segmentation"),
+            std::string::npos)
+    << v.violations[0];
+  ASSERT_EQ(v.known_aborts.size(), 1u);
+  EXPECT_NE(v.known_aborts[0].find("node 1 (incarnation 1)"), std::string::npos);
+  EXPECT_NE(v.known_aborts[0].find("emulated GET"), std::string::npos) << v.known_aborts[0];
+  // Reported, apart from the violations.
+  soak_options opts;
+  soak_summary s;
+  s.opts = &opts;
+  s.verdict = v;
+  EXPECT_EQ(report_json(s)["known_library_aborts"].size(), 1u);
+  EXPECT_EQ(report_json(s)["violations"].size(), 1u);
 }
 
 } // namespace
