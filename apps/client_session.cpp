@@ -14,6 +14,7 @@ caf::expected<std::unique_ptr<client_session>>
 client_session::open(node_config cfg, const std::string& endpoint) {
   cfg.listen = false;
   cfg.metrics_port = -1;
+  cfg.warm_buffer_prefill = false; // a command gets once or a few times, then ends
   auto n = std::make_unique<node>(cfg);
   if (auto err = n->start())
     return err;

@@ -173,6 +173,7 @@ private:
   std::shared_ptr<const ucx_context> ucx_;
   ucx_engine_ref engine_;
   caf::actor copier_; // whole-payload copies off the cooperative threads
+  caf::actor prefiller_; // prepares warm room for the next get result (or none)
   arena_pool_actor pool_;
   std::vector<char> ucx_address_;
   gateway_actor gateway_;

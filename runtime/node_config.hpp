@@ -56,6 +56,10 @@ struct node_config {
   // kept warm for the next fetched payload or get result
   // (actors/rendezvous/warm_buffers.hpp); 0 keeps none.
   uint64_t warm_buffer_bytes = 256 * MiB;
+  // After a plain get delivers a large result, a buffer of its size is
+  // prepared in the warm buffers on a background thread, for the next one
+  // (actors/rendezvous/result_prefiller.hpp); needs warm_buffer_bytes.
+  bool warm_buffer_prefill = true;
   // A transparently staged payload of at least this many bytes is
   // registered where it lies instead of copied into an arena, where
   // registering memory pins nothing (shared memory, tcp); 0: always copied.

@@ -80,6 +80,11 @@ void add_client_options(CLI::App& app, node_config& cfg) {
 }
 
 void add_node_options(CLI::App& app, node_config& cfg) {
+  app.add_option("--warm-buffer-prefill", cfg.warm_buffer_prefill,
+                 "After a plain get of 4 MiB or more, prepare a warm buffer of its size "
+                 "on a background thread for the next get's result (within "
+                 "--warm-buffer-bytes)")
+    ->capture_default_str();
   add_client_options(app, cfg);
   app.add_option("--port", cfg.port, "Gateway port (0: any free port)")
     ->capture_default_str();

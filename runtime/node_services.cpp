@@ -21,6 +21,7 @@
 #include "actors/rendezvous/bulk_copier.hpp"
 #include "actors/rendezvous/owner.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
+#include "actors/rendezvous/result_prefiller.hpp"
 #include "actors/staging/staging_metrics.hpp"
 #include "actors/staging/remote_stager.hpp"
 #include "actors/staging/staging_source.hpp"
@@ -82,7 +83,10 @@ void node::wire_services(worker_registry workers) {
     ctx_->warm = std::make_shared<warm_buffers>(
       cfg_.warm_buffer_bytes,
       warm_buffer_metrics{messenger_metrics_->warm_buffer_bytes,
-                          messenger_metrics_->warm_buffer_reuses});
+                          messenger_metrics_->warm_buffer_reuses,
+                          messenger_metrics_->warm_buffer_prefills});
+  if (ctx_->warm && cfg_.warm_buffer_prefill)
+    prefiller_ = spawn_result_prefiller(*sys_, ctx_->warm);
   copier_ = spawn_bulk_copier(*sys_, 2);
   auto directory = std::make_shared<peer_directory>();
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),
@@ -152,6 +156,7 @@ void node::wire_services(worker_registry workers) {
     cc.channel = engine_;
   cc.copier = copier_;
   cc.warm = ctx_->warm;
+  cc.prefill = prefiller_;
   ctx_->consumer = spawn_consumer_service(*sys_, cc);
 
   messenger_params mp;

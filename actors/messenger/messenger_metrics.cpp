@@ -45,6 +45,11 @@ messenger_metrics::messenger_metrics(prometheus::Registry& r) {
                           .Help("Fetched payloads and get results that landed in a warm buffer")
                           .Register(r)
                           .Add({});
+  warm_buffer_prefills = &prometheus::BuildCounter()
+                            .Name("ferry_messenger_warm_buffer_prefills_total")
+                            .Help("Warm buffers prepared ahead (faulted in on a background thread) for the next plain get result of a size just served, and kept")
+                            .Register(r)
+                            .Add({});
 }
 
 void messenger_metrics::count_call(const std::string& handler, const char* result) {

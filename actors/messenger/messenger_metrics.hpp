@@ -11,6 +11,8 @@
 //   ferry_messenger_warm_buffer_bytes      payload buffers kept warm now
 //   ferry_messenger_warm_buffer_reuses_total  fetched payloads that landed
 //       in a warm buffer (no fresh pages)
+//   ferry_messenger_warm_buffer_prefills_total  buffers prepared ahead for
+//       the next plain get result and kept (result_prefiller.hpp)
 #pragma once
 
 #include <string>
@@ -40,6 +42,7 @@ struct messenger_metrics {
   prometheus::Gauge* streams;
   prometheus::Gauge* warm_buffer_bytes;
   prometheus::Counter* warm_buffer_reuses;
+  prometheus::Counter* warm_buffer_prefills;
 };
 
 } // namespace ferry

@@ -8,6 +8,7 @@
 #include <caf/actor_clock.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/stateful_actor.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
@@ -19,7 +20,9 @@
 #include "actors/rendezvous/get_destination.hpp"
 #include "actors/rendezvous/owner_lookup.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
+#include "actors/rendezvous/result_prefiller.hpp"
 #include "actors/rendezvous/transfer.hpp"
+#include "actors/rendezvous/warm_buffers.hpp"
 #include "protocol/chunk_bytes.hpp"
 #include "protocol/errors.hpp"
 #include "protocol/rv_messages.hpp"
@@ -103,6 +106,16 @@ void end_deadline(consumer_ptr self) {
     st.deadline.deliver(caf::ok_atom::value);
 }
 
+/// A plain get's result goes to its caller: the node's prefiller prepares
+/// room for the next one of its size (result_prefiller.hpp), unless it is
+/// small. A fetched payload goes back to the warm buffers after its handler
+/// instead, and a probe's result is dropped.
+void prefill_next(consumer_ptr self, uint64_t bytes) {
+  auto& st = self->state;
+  if (st.ctx.prefill && !st.probing && !st.single_use && bytes >= warm_buffers::min_kept)
+    caf::anon_send(st.ctx.prefill, prefill_atom::value, bytes);
+}
+
 void deliver(consumer_ptr self, const transfer::deliver& d) {
   auto& st = self->state;
   st.done = true;
@@ -121,8 +134,10 @@ void deliver(consumer_ptr self, const transfer::deliver& d) {
                       std::string{st.last_path ? to_string(st.last_path->reason) : "none"});
       else if (st.single_use)
         st.rp.deliver(std::move(st.bytes.result()));
-      else
+      else {
         st.rp.deliver(std::move(st.bytes.result()), d.lease_id);
+        prefill_next(self, d.total_len);
+      }
       break;
     case transfer::into::pinned_result:
       st.rp.deliver(std::move(st.bytes.result_block()), d.total_len, d.lease_id);
@@ -254,7 +269,7 @@ void run_get(consumer_ptr self, const rdma_descriptor& desc) {
 /// GET's destination.
 void grow_room(consumer_ptr self) {
   auto& st = self->state;
-  if (!st.bytes.grow_step())
+  if (!st.bytes.grow_step(st.ctx.warm.get()))
     return self->send(self, copy_slice_atom::value, st.get_seq);
   apply(self, st.rules->on_destination(true));
 }

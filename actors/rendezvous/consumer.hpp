@@ -64,6 +64,10 @@ struct consumer_context {
   caf::actor copier;
   // Warm buffers a result may take its room from (null: always fresh).
   std::shared_ptr<warm_buffers> warm;
+  // Told the size of each large plain get result delivered, to prepare a
+  // warm buffer for the next one (actors/rendezvous/result_prefiller.hpp);
+  // unset: none is prepared.
+  caf::actor prefill;
   // Where a consumer that finished cleanly reports itself idle, to serve
   // the next get (the consumer service); unset: it quits after one get.
   caf::actor recycle_to;

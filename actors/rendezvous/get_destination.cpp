@@ -81,8 +81,11 @@ caf::error get_destination::start_direct(uint64_t bytes, warm_buffers* warm) {
   return {};
 }
 
-bool get_destination::grow_step() {
+bool get_destination::grow_step(warm_buffers* warm) {
   auto& room = *direct_;
+  if (warm && room.size() + copy_slice_bytes < growing_)
+    if (auto ready = warm->take_unfilled(growing_); ready.capacity() >= growing_)
+      room.swap(ready); // (a shorter one grows on from its length)
   // Within its capacity (room_for): no reallocation, only this slice's fill.
   room.resize(std::min<uint64_t>(growing_, room.size() + copy_slice_bytes));
   if (room.size() < growing_)

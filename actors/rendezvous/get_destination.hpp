@@ -79,7 +79,10 @@ public:
   caf::error start_direct(uint64_t bytes, warm_buffers* warm);
   /// Grows the direct result by one slice; true once it has its length,
   /// with block() over its bytes (kept alive by whoever holds the block).
-  bool grow_step();
+  /// A warm buffer that fits and came since the start (one the node's
+  /// prefiller was preparing as this get began) replaces the room grown so
+  /// far, sparing the rest of the fill; what was grown is freed.
+  bool grow_step(warm_buffers* warm = nullptr);
   bool growing() const { return growing_ > 0; }
 
   /// The GET of `len` bytes is done: what is left to do. With slices or

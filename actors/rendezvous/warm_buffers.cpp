@@ -24,12 +24,9 @@ byte_buffer warm_buffers::take_kept(size_t size) {
   if (size < min_kept)
     return {};
   std::lock_guard<std::mutex> guard{mu_};
-  auto fits = [size](const byte_buffer& b) {
-    return b.capacity() >= size && b.capacity() / max_overhang <= size;
-  };
   auto best = kept_.end();
   for (auto i = kept_.begin(); i != kept_.end(); ++i)
-    if (fits(*i) && (best == kept_.end() || i->capacity() < best->capacity()))
+    if (fits(*i, size) && (best == kept_.end() || i->capacity() < best->capacity()))
       best = i;
   if (best == kept_.end())
     return {};
@@ -59,6 +56,38 @@ void warm_buffers::give(byte_buffer&& buf) {
   kept_bytes_ += cap;
   kept_.push_back(std::move(taken));
   report_kept();
+}
+
+bool warm_buffers::fits(const byte_buffer& b, size_t size) {
+  return b.capacity() >= size && b.capacity() / max_overhang <= size;
+}
+
+bool warm_buffers::wants_prepared(size_t size) const {
+  std::lock_guard<std::mutex> guard{mu_};
+  return wants_prepared_locked(size);
+}
+
+bool warm_buffers::wants_prepared_locked(size_t size) const {
+  if (size < min_kept || size > max_bytes_ || kept_bytes_ + size > max_bytes_)
+    return false;
+  for (const auto& b : kept_)
+    if (fits(b, size))
+      return false;
+  return true;
+}
+
+bool warm_buffers::keep_prepared(byte_buffer&& buf) {
+  byte_buffer taken = std::move(buf); // freed here unless kept
+  std::lock_guard<std::mutex> guard{mu_};
+  // Asked by its capacity: that is what it holds against the bound.
+  if (taken.capacity() < min_kept || !wants_prepared_locked(taken.capacity()))
+    return false; // taken is freed after the lock is let go
+  kept_bytes_ += taken.capacity();
+  kept_.push_back(std::move(taken));
+  report_kept();
+  if (metrics_.prepared)
+    metrics_.prepared->Increment();
+  return true;
 }
 
 void warm_buffers::close() {

@@ -7,8 +7,8 @@
 // payloads, callers their get results (node_context::give_back).
 // Thread-safe: consumers take on their threads, anyone gives back.
 // Must never: keep more than its byte bound, keep a small buffer, hand a
-// large buffer to a small result (the caller would hold all of it), or
-// report after close.
+// large buffer to a small result (the caller would hold all of it), evict
+// a kept buffer for a prepared one, or report after close.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +28,7 @@ namespace ferry {
 struct warm_buffer_metrics {
   prometheus::Gauge* kept_bytes = nullptr;   // capacity kept now
   prometheus::Counter* reuses = nullptr;     // takes a kept buffer served
+  prometheus::Counter* prepared = nullptr;   // prepared buffers kept
 };
 
 class warm_buffers {
@@ -58,6 +59,16 @@ public:
   /// are (take empties the buffer, take_unfilled cuts it or leaves it to be overwritten).
   void give(byte_buffer&& buf);
 
+  /// Whether a buffer of `size` bytes prepared ahead (faulted in) would be
+  /// kept: `size` is at least min_kept, no kept buffer already fits it,
+  /// and it fits the bound beside what is kept (a prepared buffer never
+  /// makes room by evicting). False once closed.
+  bool wants_prepared(size_t size) const;
+
+  /// Keeps a prepared buffer (its pages faulted in) if wants_prepared
+  /// still says so for its size, counting it; else frees it. True if kept.
+  bool keep_prepared(byte_buffer&& buf);
+
   /// Frees what is kept and keeps nothing from now on (a later give frees
   /// its buffer); the metrics are not written again. The node's stop calls
   /// it: a worker may still hold the cache after its node's metrics went.
@@ -75,6 +86,8 @@ private:
 
   void report_kept(); // with mu_ held
   byte_buffer take_kept(size_t size); // the smallest that fits, or empty
+  bool wants_prepared_locked(size_t size) const; // with mu_ held
+  static bool fits(const byte_buffer& b, size_t size);
 };
 
 } // namespace ferry

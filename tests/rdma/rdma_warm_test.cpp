@@ -4,7 +4,8 @@
 // unmapped and mapped again (the bytes stay right), and is dropped when the
 // peer's endpoint is replaced or the peer is forgotten; the warm destination
 // serves the next large GET; a result the caller gives back is where the next
-// get's bytes land. Counts come from the UCX engine's stat reply.
+// get's bytes land, and so is a buffer the node prepared after the last one.
+// Counts come from the UCX engine's stat reply and the node's metrics.
 #include <gtest/gtest.h>
 
 #include <signal.h>
@@ -39,6 +40,9 @@ constexpr uint64_t MiB_ = 1024 * 1024;
 
 struct RdmaWarm : ::testing::TestWithParam<std::string> {
   bool gets_into_result = true; // the node's default on these transports
+  // Off here, where tests count the kept buffers (on by default:
+  // RdmaWarmPrefill below).
+  bool prefill = false;
   void SetUp() override {
     setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
     setenv("UCX_NET_DEVICES", "lo", 1);
@@ -49,6 +53,7 @@ struct RdmaWarm : ::testing::TestWithParam<std::string> {
     c.listen = false;
     c.request_timeout_ms = 30000;
     c.gets_into_result = gets_into_result;
+    c.warm_buffer_prefill = prefill;
     local = std::make_unique<node>(c);
     ASSERT_FALSE(local->start());
     auto hello = local->connect(owner->endpoint());
@@ -316,4 +321,40 @@ TEST_P(RdmaWarm, ANewHelloFromThePeerReplacesItsEndpointAndDropsItsKeys) {
   EXPECT_EQ(invalidated, 1u);
   get_and_check(h, bytes);
   EXPECT_EQ(cache("unpacks"), 2u);
+}
+
+/// The node's default: after a plain get it prepares a buffer of the
+/// result's size for the next one (actors/rendezvous/result_prefiller.hpp).
+struct RdmaWarmPrefill : RdmaWarm {
+  RdmaWarmPrefill() { prefill = true; }
+};
+
+INSTANTIATE_TEST_SUITE_P(Transports, RdmaWarmPrefill, ::testing::Values("tcp", "sm"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(RdmaWarmPrefill, EachPlainGetLandsInTheBufferPreparedAfterTheOneBefore) {
+  auto bytes = test::payload(8 * MiB_ + 7, 21);
+  auto h = stage(bytes);
+  const auto& warm = local->context().warm;
+  ASSERT_TRUE(warm);
+  auto metric = [&](const char* name) {
+    return test::registry_value(local->metrics_registry(), name);
+  };
+  get_and_check(h, bytes); // fresh room; one of its size is prepared after it
+  ASSERT_TRUE(test::eventually([&] {
+    return metric("ferry_messenger_warm_buffer_prefills_total") == 1;
+  }));
+  EXPECT_EQ(warm->kept_buffers(), 1u);
+  EXPECT_GE(warm->kept_bytes(), bytes.size());
+  EXPECT_EQ(metric("ferry_messenger_warm_buffer_reuses_total"), 0);
+  for (int i = 1; i <= 3; ++i) {
+    // The GET lands in the prepared buffer (its zeros are all overwritten:
+    // the checksum), and the next one is prepared.
+    get_and_check(h, bytes);
+    EXPECT_EQ(metric("ferry_messenger_warm_buffer_reuses_total"), i);
+    ASSERT_TRUE(test::eventually([&] {
+      return metric("ferry_messenger_warm_buffer_prefills_total") == i + 1;
+    })) << i;
+    EXPECT_EQ(warm->kept_buffers(), 1u);
+  }
 }

@@ -128,6 +128,30 @@ TEST(GetDestinationDirect, AWarmResultIsCutNeverFilled) {
   EXPECT_EQ(warm.kept_buffers(), 0u);
 }
 
+TEST(GetDestinationDirect, ABufferPreparedWhileTheResultGrowsTakesItsPlace) {
+  ferry::warm_buffers warm{256 * MiB};
+  get_destination d;
+  const uint64_t len = 20 * MiB;
+  ASSERT_FALSE(d.start_direct(len, &warm)); // nothing kept yet: fresh room
+  EXPECT_FALSE(d.grow_step(&warm));         // 4 of 20 MiB filled
+  // The node's prefiller keeps one of this size now (result_prefiller).
+  byte_buffer prepared(len, 'r');
+  const char* memory = prepared.data();
+  ASSERT_TRUE(warm.keep_prepared(std::move(prepared)));
+  EXPECT_TRUE(d.grow_step(&warm)); // taken: the rest needs no fill
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+  ASSERT_EQ(d.block()->size(), len);
+  EXPECT_EQ(d.block()->data(), memory);
+  EXPECT_EQ(d.block()->data()[len - 1], 'r'); // not filled again
+  // Without warm buffers the same growth goes slice by slice.
+  get_destination plain;
+  ASSERT_FALSE(plain.start_direct(len, nullptr));
+  int steps = 1;
+  while (!plain.grow_step(nullptr))
+    ++steps;
+  EXPECT_EQ(steps, 5);
+}
+
 TEST(GetDestinationDirect, AnAbandonedGetsResultLivesOnWithItsHolder) {
   get_destination d;
   ASSERT_FALSE(d.start_direct(2 * MiB, nullptr));

@@ -2,14 +2,21 @@
 // Large buffers a handler or a caller gave back are handed out again (the
 // smallest that fits, never to a small result or one far smaller), small
 // ones are not kept, the byte bound holds (the oldest go first), and once
-// closed nothing is kept.
+// closed nothing is kept. A buffer prepared ahead for the next result is
+// kept only where none fits and only without evicting; the prefiller
+// prepares each size asked for once, in order.
 #include "actors/rendezvous/warm_buffers.hpp"
 
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <memory>
+#include <thread>
+
+#include <caf/all.hpp>
 
 #include "actors/node_context.hpp"
+#include "actors/rendezvous/result_prefiller.hpp"
 
 namespace {
 
@@ -141,4 +148,75 @@ TEST(MessengerWarmBuffers, ANodeContextKeepsAGivenBackResultOrFreesItWithoutWarm
   without.give_back(std::move(dropped));
   EXPECT_TRUE(dropped.empty());
   EXPECT_EQ(dropped.capacity(), 0u); // freed, not kept anywhere
+}
+
+TEST(MessengerWarmBuffers, APreparedBufferIsWantedOnlyWhereNoneFitsAndNeverEvicts) {
+  warm_buffers warm{64 * MiB};
+  EXPECT_FALSE(warm.wants_prepared(warm_buffers::min_kept - 1)); // too small to keep
+  EXPECT_TRUE(warm.wants_prepared(16 * MiB));
+  EXPECT_TRUE(warm.keep_prepared(byte_buffer(16 * MiB)));
+  EXPECT_EQ(warm.kept_buffers(), 1u);
+  EXPECT_FALSE(warm.wants_prepared(16 * MiB)); // the kept one fits
+  EXPECT_FALSE(warm.wants_prepared(12 * MiB)); // and serves this one too
+  EXPECT_TRUE(warm.wants_prepared(40 * MiB));  // 16 + 40 within the 64 MiB bound
+  EXPECT_FALSE(warm.wants_prepared(50 * MiB)); // only by evicting the kept one
+  EXPECT_FALSE(warm.keep_prepared(byte_buffer(50 * MiB)));
+  EXPECT_EQ(warm.kept_buffers(), 1u); // not evicted for it
+  EXPECT_EQ(warm.kept_bytes(), 16 * MiB);
+  EXPECT_FALSE(warm.keep_prepared(byte_buffer(16 * MiB))); // one that fits is kept already
+  EXPECT_EQ(warm.kept_buffers(), 1u);
+  // A buffer given back still makes room by evicting, a prepared one too.
+  warm.give(with_capacity(56 * MiB));
+  EXPECT_EQ(warm.kept_buffers(), 1u);
+  EXPECT_EQ(warm.kept_bytes(), 56 * MiB);
+  warm.close();
+  EXPECT_FALSE(warm.wants_prepared(16 * MiB));
+  EXPECT_FALSE(warm.keep_prepared(byte_buffer(16 * MiB)));
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+}
+
+TEST(MessengerWarmBuffers, APreparedBufferIsFaultedInAndTakenByTheNextResultOfItsSize) {
+  warm_buffers warm{256 * MiB};
+  EXPECT_FALSE(ferry::prepare_result_buffer(warm, 1 * MiB)); // below min_kept: none
+  ASSERT_TRUE(ferry::prepare_result_buffer(warm, 8 * MiB + 5));
+  EXPECT_FALSE(ferry::prepare_result_buffer(warm, 8 * MiB)); // the kept one serves it
+  EXPECT_EQ(warm.kept_buffers(), 1u);
+  auto room = warm.take_unfilled(8 * MiB);
+  ASSERT_EQ(room.size(), 8 * MiB); // cut from the prepared length, not filled again
+  EXPECT_EQ(room.front(), 0);      // every page written once when it was prepared
+  EXPECT_EQ(room.back(), 0);
+  EXPECT_EQ(warm.kept_buffers(), 0u);
+}
+
+namespace {
+
+/// Waits (bounded) until `pred` holds.
+template <class Pred>
+bool within_10s(Pred pred) {
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
+  while (!pred()) {
+    if (std::chrono::steady_clock::now() > until)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds{1});
+  }
+  return true;
+}
+
+} // namespace
+
+TEST(MessengerWarmBuffers, ThePrefillerPreparesEachAskedSizeOnceInTheOrderAsked) {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto warm = std::make_shared<warm_buffers>(256 * MiB);
+  auto prefiller = ferry::spawn_result_prefiller(sys, warm);
+  // Served in order: the second 8 MiB ask finds the first one's buffer kept.
+  caf::anon_send(prefiller, ferry::prefill_atom::value, uint64_t{8 * MiB});
+  caf::anon_send(prefiller, ferry::prefill_atom::value, uint64_t{8 * MiB});
+  caf::anon_send(prefiller, ferry::prefill_atom::value, uint64_t{40 * MiB});
+  ASSERT_TRUE(within_10s([&] { return warm->kept_bytes() >= 48 * MiB; }))
+    << warm->kept_bytes();
+  EXPECT_EQ(warm->kept_buffers(), 2u);
+  EXPECT_EQ(warm->take_unfilled(40 * MiB).size(), 40 * MiB);
+  EXPECT_EQ(warm->take_unfilled(8 * MiB).size(), 8 * MiB);
+  caf::anon_send_exit(prefiller, caf::exit_reason::user_shutdown);
 }
