@@ -144,6 +144,7 @@ int run_job(const job_options& opts, node_config cfg) {
   // Transparent staging uses arenas already mapped only: one at start lets
   // the shards take the RDMA path.
   cfg.map_arena_at_start = true;
+  cfg.warm_buffer_prefill = false; // the job's workers get on their own nodes
   node n{cfg};
   if (auto err = n.start()) {
     std::fprintf(stderr, "ferry job: %s\n", describe(err).c_str());

@@ -1,40 +1,76 @@
 #include "soak/known_aborts.hpp"
 
 #include <array>
-#include <initializer_list>
 
 namespace ferry::soak {
 
 namespace {
 
-/// One abort: every mark must be in the log (the library's message and a
-/// frame of its own backtrace), so a crash in ferry's code never matches.
+/// One abort: UCX's message as it prints it, and the library frame the
+/// backtrace after it must pass through.
 struct signature {
-  const char* title; // its entry in docs/known-issues.md
-  std::initializer_list<const char*> marks;
+  const char* entry;   // its docs/known-issues.md entry
+  const char* message; // UCX's own line (its assert or fatal text)
+  const char* detail;  // more of that line, or nullptr
+  const char* frame;   // the library function in the backtrace
 };
 
-const std::array<signature, 2>& signatures() {
-  static const std::array<signature, 2> all{{
-    {"UCX 1.13.1: a failed reply to an emulated GET is fatal (ucp_get_req_handler)",
-     {"Fatal: unexpected error: Endpoint timeout", "ucp_get_req_handler"}},
-    {"UCX 1.13.1: purging a failed tcp endpoint's pending queue asserts "
-     "(uct_tcp_ep_pending_purge)",
-     {"Assertion", "uct_tcp_ep_pending_purge"}},
-  }};
-  return all;
+constexpr std::array<signature, 3> signatures{{
+  {"UCX 1.13.1: a peer that dies while its endpoint wires up over tcp can crash the "
+   "other side (the purge of a failed tcp endpoint, an assertion in UCX's stubs)",
+   "Assertion `0' failed", "stubs.c:", "uct_tcp_ep_pending_purge"},
+  {"UCX 1.13.1: a peer that dies while its endpoint wires up over tcp can crash the "
+   "other side (a wireup reply in the purged queue)",
+   "Assertion `(req->send.wireup.type", "ucp_request.c:", "uct_tcp_ep_pending_purge"},
+  {"Found by the 30-minute soak: UCX 1.13, a failed reply to a GET is fatal "
+   "(ucp_get_req_handler)",
+   "Fatal: unexpected error: Endpoint timeout", "ucp_request.inl:", "ucp_get_req_handler"},
+}};
+
+/// A frame line of ferry's own code: the ferry binary or a library of it.
+bool ferry_frame(std::string_view line) {
+  return line.find("/ferry(") != std::string_view::npos
+         || line.find("libferry") != std::string_view::npos;
+}
+
+/// Whether `log` has `s`'s message and, in the backtrace after it, `s`'s
+/// frame with no frame of ferry's before it.
+bool shows(std::string_view log, const signature& s) {
+  auto at = log.find(s.message);
+  if (at == std::string_view::npos)
+    return false;
+  auto line_start = log.rfind('\n', at);
+  line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
+  auto line_end = log.find('\n', at);
+  auto line = log.substr(line_start, line_end == std::string_view::npos
+                                       ? std::string_view::npos
+                                       : line_end - line_start);
+  if (s.detail && line.find(s.detail) == std::string_view::npos)
+    return false;
+  auto trace = log.find("==== backtrace", at);
+  if (trace == std::string_view::npos)
+    return false;
+  for (auto pos = trace; pos != std::string_view::npos && pos < log.size();) {
+    auto next = log.find('\n', pos);
+    auto frame = log.substr(pos, next == std::string_view::npos ? std::string_view::npos
+                                                                : next - pos);
+    if (frame.find(s.frame) != std::string_view::npos)
+      return true;
+    if (ferry_frame(frame) || frame.rfind("=================", 0) == 0)
+      return false; // ferry's code is above it, or the trace ended first
+    pos = next == std::string_view::npos ? next : next + 1;
+  }
+  return false;
 }
 
 } // namespace
 
-std::optional<std::string> known_library_abort(std::string_view log) {
-  for (const auto& s : signatures()) {
-    bool all = true;
-    for (const char* mark : s.marks)
-      all = all && log.find(mark) != std::string_view::npos;
-    if (all)
-      return std::string{s.title};
-  }
+std::optional<std::string> known_library_abort(std::string_view log, bool aborted) {
+  if (!aborted)
+    return std::nullopt;
+  for (const auto& s : signatures)
+    if (shows(log, s))
+      return std::string{s.entry};
   return std::nullopt;
 }
 

@@ -5,7 +5,10 @@
 // restarted, operations on it are survived, and the rest of the cluster
 // must still lose and leak nothing. It is reported apart from the
 // violations. Any other death stays a violation.
-// Must never: match a death whose log lacks the library's own frames.
+// Must never: match a death that was not an abort, one whose log lacks the
+// library's exact message followed by a backtrace through the library's own
+// frame, or one with a frame of ferry's above that frame (ferry's code
+// called from the library, such as a send's completion callback).
 #pragma once
 
 #include <optional>
@@ -14,8 +17,9 @@
 
 namespace ferry::soak {
 
-/// The known library abort `log` (a dead node's log, its end at least)
-/// shows, by its known-issues title, or nothing.
-std::optional<std::string> known_library_abort(std::string_view log);
+/// The known library abort that `log` (a dead node's log, its end at
+/// least) shows, named by its docs/known-issues.md entry, or nothing. Only
+/// a death by SIGABRT (`aborted`) can be one.
+std::optional<std::string> known_library_abort(std::string_view log, bool aborted);
 
 } // namespace ferry::soak

@@ -64,8 +64,9 @@ void run_ledger::add_violation(std::string what) {
   violations_.push_back(std::move(what));
 }
 
-bool run_ledger::add_node_death(const std::string& what, const std::string& log) {
-  auto known = known_library_abort(log);
+bool run_ledger::add_node_death(const std::string& what, const std::string& log,
+                                bool aborted) {
+  auto known = known_library_abort(log, aborted);
   std::lock_guard<std::mutex> guard{mtx_};
   if (!known) {
     constexpr size_t shown = 2000; // the end of the log, where it died

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cassert>
 #include <cstring>
 #include <exception>
 #include <string>
@@ -83,9 +84,13 @@ caf::error get_destination::start_direct(uint64_t bytes, warm_buffers* warm) {
 
 bool get_destination::grow_step(warm_buffers* warm) {
   auto& room = *direct_;
+  // Safe to swap: nothing points into the room before it is grown (the
+  // block over it is made below, and the GET is posted after that).
   if (warm && room.size() + copy_slice_bytes < growing_)
-    if (auto ready = warm->take_unfilled(growing_); ready.capacity() >= growing_)
-      room.swap(ready); // (a shorter one grows on from its length)
+    if (auto ready = warm->take_unfilled(growing_); ready.capacity() >= growing_) {
+      assert(!block_);
+      room.swap(ready); // it grows on from its own length (no fill up to it)
+    }
   // Within its capacity (room_for): no reallocation, only this slice's fill.
   room.resize(std::min<uint64_t>(growing_, room.size() + copy_slice_bytes));
   if (room.size() < growing_)

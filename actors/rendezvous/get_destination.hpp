@@ -81,7 +81,8 @@ public:
   /// with block() over its bytes (kept alive by whoever holds the block).
   /// A warm buffer that fits and came since the start (one the node's
   /// prefiller was preparing as this get began) replaces the room grown so
-  /// far, sparing the rest of the fill; what was grown is freed.
+  /// far while more than one slice is left, sparing the rest of the fill;
+  /// what was grown is freed.
   bool grow_step(warm_buffers* warm = nullptr);
   bool growing() const { return growing_ > 0; }
 

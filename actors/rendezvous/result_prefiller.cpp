@@ -17,8 +17,8 @@ bool prepare_result_buffer(warm_buffers& warm, uint64_t size) {
     return false;
   byte_buffer room;
   try {
-    reserve_for_bulk(room, size);
-    room.resize(size); // the fill faults every page in, here and not in a get
+    reserve_for_bulk(room, warm_buffers::prepared_capacity(size));
+    room.resize(size); // the fill faults its pages in, here and not in a get
   } catch (const std::exception& e) { // bad_alloc: the next get makes its own
     spdlog::debug("warm buffers: no buffer of {} bytes prepared: {}", size, e.what());
     return false;

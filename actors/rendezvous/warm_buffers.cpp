@@ -32,6 +32,8 @@ byte_buffer warm_buffers::take_kept(size_t size) {
     return {};
   byte_buffer out = std::move(*best);
   kept_.erase(best);
+  if (out.data() == prepared_)
+    prepared_ = nullptr;
   kept_bytes_ -= out.capacity();
   report_kept();
   if (metrics_.reuses)
@@ -50,6 +52,8 @@ void warm_buffers::give(byte_buffer&& buf) {
     return; // taken is freed after the lock is let go
   while (kept_bytes_ + cap > max_bytes_) {
     kept_bytes_ -= kept_.front().capacity();
+    if (kept_.front().data() == prepared_)
+      prepared_ = nullptr;
     evicted.push_back(std::move(kept_.front()));
     kept_.erase(kept_.begin());
   }
@@ -62,13 +66,26 @@ bool warm_buffers::fits(const byte_buffer& b, size_t size) {
   return b.capacity() >= size && b.capacity() / max_overhang <= size;
 }
 
-bool warm_buffers::wants_prepared(size_t size) const {
-  std::lock_guard<std::mutex> guard{mu_};
-  return wants_prepared_locked(size);
+size_t warm_buffers::prepared_capacity(size_t size) {
+  constexpr size_t step = 2ull << 20;
+  return (size + step - 1) / step * step;
 }
 
-bool warm_buffers::wants_prepared_locked(size_t size) const {
-  if (size < min_kept || size > max_bytes_ || kept_bytes_ + size > max_bytes_)
+bool warm_buffers::wants_prepared(size_t size) const {
+  std::lock_guard<std::mutex> guard{mu_};
+  return wants_prepared_locked(size, prepared_capacity(size));
+}
+
+size_t warm_buffers::prepared_kept_capacity() const {
+  for (const auto& b : kept_)
+    if (b.data() == prepared_ && prepared_ != nullptr)
+      return b.capacity();
+  return 0;
+}
+
+bool warm_buffers::wants_prepared_locked(size_t size, size_t capacity) const {
+  if (size < min_kept || capacity > max_bytes_
+      || kept_bytes_ - prepared_kept_capacity() + capacity > max_bytes_)
     return false;
   for (const auto& b : kept_)
     if (fits(b, size))
@@ -78,10 +95,18 @@ bool warm_buffers::wants_prepared_locked(size_t size) const {
 
 bool warm_buffers::keep_prepared(byte_buffer&& buf) {
   byte_buffer taken = std::move(buf); // freed here unless kept
+  byte_buffer replaced;               // the one prepared before, freed here
   std::lock_guard<std::mutex> guard{mu_};
-  // Asked by its capacity: that is what it holds against the bound.
-  if (taken.capacity() < min_kept || !wants_prepared_locked(taken.capacity()))
+  if (taken.size() < min_kept || !wants_prepared_locked(taken.size(), taken.capacity()))
     return false; // taken is freed after the lock is let go
+  for (auto i = kept_.begin(); prepared_ != nullptr && i != kept_.end(); ++i)
+    if (i->data() == prepared_) {
+      kept_bytes_ -= i->capacity();
+      replaced = std::move(*i);
+      kept_.erase(i);
+      break;
+    }
+  prepared_ = taken.data();
   kept_bytes_ += taken.capacity();
   kept_.push_back(std::move(taken));
   report_kept();
@@ -95,6 +120,7 @@ void warm_buffers::close() {
   std::lock_guard<std::mutex> guard{mu_};
   dropped.swap(kept_);
   kept_bytes_ = 0;
+  prepared_ = nullptr;
   max_bytes_ = 0;
   report_kept();
   metrics_ = {};

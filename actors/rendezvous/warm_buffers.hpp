@@ -8,7 +8,8 @@
 // Thread-safe: consumers take on their threads, anyone gives back.
 // Must never: keep more than its byte bound, keep a small buffer, hand a
 // large buffer to a small result (the caller would hold all of it), evict
-// a kept buffer for a prepared one, or report after close.
+// a buffer given back for a prepared one, keep two prepared ones, or report
+// after close.
 #pragma once
 
 #include <cstddef>
@@ -59,14 +60,22 @@ public:
   /// are (take empties the buffer, take_unfilled cuts it or leaves it to be overwritten).
   void give(byte_buffer&& buf);
 
-  /// Whether a buffer of `size` bytes prepared ahead (faulted in) would be
-  /// kept: `size` is at least min_kept, no kept buffer already fits it,
-  /// and it fits the bound beside what is kept (a prepared buffer never
-  /// makes room by evicting). False once closed.
+  /// The capacity a buffer prepared for a result of `size` bytes gets:
+  /// rounded up to 2 MiB, so a next result a little larger takes it too
+  /// (only `size` bytes of it are faulted in).
+  static size_t prepared_capacity(size_t size);
+
+  /// Whether a buffer prepared ahead (faulted in) for a result of `size`
+  /// bytes would be kept: `size` is at least min_kept, no kept buffer
+  /// already fits it, and its capacity fits the bound beside what is kept.
+  /// At most one prepared buffer is kept: a new one replaces the one before
+  /// (no result took it); a prepared buffer never evicts another one.
+  /// False once closed.
   bool wants_prepared(size_t size) const;
 
-  /// Keeps a prepared buffer (its pages faulted in) if wants_prepared
-  /// still says so for its size, counting it; else frees it. True if kept.
+  /// Keeps a prepared buffer (its first size() bytes faulted in) if
+  /// wants_prepared still says so for its size, in place of the one
+  /// prepared before, counting it; else frees it. True if kept.
   bool keep_prepared(byte_buffer&& buf);
 
   /// Frees what is kept and keeps nothing from now on (a later give frees
@@ -81,12 +90,15 @@ private:
   mutable std::mutex mu_;
   std::vector<byte_buffer> kept_; // oldest first
   size_t kept_bytes_ = 0;
+  const char* prepared_ = nullptr; // the kept prepared buffer's memory, if any
   size_t max_bytes_; // 0 once closed
   warm_buffer_metrics metrics_;
 
   void report_kept(); // with mu_ held
   byte_buffer take_kept(size_t size); // the smallest that fits, or empty
-  bool wants_prepared_locked(size_t size) const; // with mu_ held
+  // With mu_ held: wants_prepared for a buffer of `capacity`.
+  bool wants_prepared_locked(size_t size, size_t capacity) const;
+  size_t prepared_kept_capacity() const; // with mu_ held (0: none kept)
   static bool fits(const byte_buffer& b, size_t size);
 };
 
