@@ -142,11 +142,11 @@ void fault_runner::graceful_shutdown(std::mt19937_64& rng, fault_record& f) {
     ledger_.add_violation("node " + std::to_string(*victim) + " did not stop within "
                           + std::to_string(limit.count()) + " ms of SIGTERM");
   } else if (!WIFEXITED(*status) || WEXITSTATUS(*status) != 0) {
-    bool aborted = WIFSIGNALED(*status) && WTERMSIG(*status) == SIGABRT;
+    int signal = WIFSIGNALED(*status) ? WTERMSIG(*status) : 0;
     f.survived = !ledger_.add_node_death("node " + std::to_string(*victim)
                                            + " stopped on SIGTERM with wait status "
                                            + std::to_string(*status),
-                                         link->log_tail(16000), aborted);
+                                         link->log_tail(16000), signal);
   }
   f.note = "node " + std::to_string(*victim) + " shut down under traffic in "
            + std::to_string(took.count()) + " ms";

@@ -5,10 +5,11 @@
 // restarted, operations on it are survived, and the rest of the cluster
 // must still lose and leak nothing. It is reported apart from the
 // violations. Any other death stays a violation.
-// Must never: match a death that was not an abort, one whose log lacks the
-// library's exact message followed by a backtrace through the library's own
-// frame, or one with a frame of ferry's above that frame (ferry's code
-// called from the library, such as a send's completion callback).
+// Must never: match a death by another signal than the abort's, one whose
+// log lacks the library's exact message followed by a backtrace through the
+// library's own frame, or one with a frame of ferry's above that frame
+// (ferry's code called from the library, such as a send's completion
+// callback).
 #pragma once
 
 #include <optional>
@@ -18,8 +19,8 @@
 namespace ferry::soak {
 
 /// The known library abort that `log` (a dead node's log, its end at
-/// least) shows, named by its docs/known-issues.md entry, or nothing. Only
-/// a death by SIGABRT (`aborted`) can be one.
-std::optional<std::string> known_library_abort(std::string_view log, bool aborted);
+/// least) shows, named by its docs/known-issues.md entry, or nothing.
+/// `signal` ended the process (0: it exited); each abort has its own.
+std::optional<std::string> known_library_abort(std::string_view log, int signal);
 
 } // namespace ferry::soak

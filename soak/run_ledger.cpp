@@ -65,8 +65,8 @@ void run_ledger::add_violation(std::string what) {
 }
 
 bool run_ledger::add_node_death(const std::string& what, const std::string& log,
-                                bool aborted) {
-  auto known = known_library_abort(log, aborted);
+                                int signal) {
+  auto known = known_library_abort(log, signal);
   std::lock_guard<std::mutex> guard{mtx_};
   if (!known) {
     constexpr size_t shown = 2000; // the end of the log, where it died

@@ -71,10 +71,10 @@ public:
   void add_fault(fault_record f);
   void add_violation(std::string what);
   /// A node process died on its own: `what` names it and how, `log` is
-  /// its log's end, `aborted` says it died by SIGABRT. A violation with the
-  /// log, unless it is a known library abort (known_aborts.hpp), which is
-  /// recorded apart. True when it was a violation.
-  bool add_node_death(const std::string& what, const std::string& log, bool aborted);
+  /// its log's end, `signal` what ended it (0: it exited). A violation
+  /// with the log, unless it is a known library abort (known_aborts.hpp),
+  /// which is recorded apart. True when it was a violation.
+  bool add_node_death(const std::string& what, const std::string& log, int signal);
   void add_rss(int node, int incarnation, double at_seconds, uint64_t bytes);
   uint64_t operations() const;
   uint64_t violations_so_far() const;

@@ -66,8 +66,8 @@ void restart_crashed(soak_cluster& cluster, run_ledger& ledger) {
     std::string what = "node " + std::to_string(slot) + " (incarnation "
                        + std::to_string(cluster.incarnation(slot)) + ") exited on its own"
                        + (status ? ", wait status " + std::to_string(*status) : "");
-    bool aborted = status && WIFSIGNALED(*status) && WTERMSIG(*status) == SIGABRT;
-    if (!ledger.add_node_death(what, link->log_tail(16000), aborted))
+    int signal = status && WIFSIGNALED(*status) ? WTERMSIG(*status) : 0;
+    if (!ledger.add_node_death(what, link->log_tail(16000), signal))
       std::fprintf(stderr, "soak: %s inside a library, a known abort (docs/known-issues.md): "
                            "restarted, not counted as a violation\n",
                    what.c_str());
