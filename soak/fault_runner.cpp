@@ -5,6 +5,8 @@
 #include <csignal>
 #include <thread>
 
+#include "soak/known_aborts.hpp"
+
 namespace ferry::soak {
 
 namespace {
@@ -146,7 +148,7 @@ void fault_runner::graceful_shutdown(std::mt19937_64& rng, fault_record& f) {
     f.survived = !ledger_.add_node_death("node " + std::to_string(*victim)
                                            + " stopped on SIGTERM with wait status "
                                            + std::to_string(*status),
-                                         link->log_tail(16000), signal);
+                                         link->log_tail(death_log_chars), signal);
   }
   f.note = "node " + std::to_string(*victim) + " shut down under traffic in "
            + std::to_string(took.count()) + " ms";

@@ -46,33 +46,33 @@ bool ferry_frame(std::string_view line) {
          || line.find("libferry") != std::string_view::npos;
 }
 
+/// The line of `log` that holds `pos` (without its newline).
+std::string_view line_at(std::string_view log, size_t pos) {
+  auto start = log.rfind('\n', pos);
+  start = start == std::string_view::npos ? 0 : start + 1;
+  auto end = log.find('\n', pos);
+  return log.substr(start, end == std::string_view::npos ? std::string_view::npos : end - start);
+}
+
 /// Whether `log` has `s`'s message and, in the backtrace after it, `s`'s
 /// frame with no frame of ferry's before it.
 bool shows(std::string_view log, const signature& s) {
   auto at = log.find(s.message);
   if (at == std::string_view::npos)
     return false;
-  auto line_start = log.rfind('\n', at);
-  line_start = line_start == std::string_view::npos ? 0 : line_start + 1;
-  auto line_end = log.find('\n', at);
-  auto line = log.substr(line_start, line_end == std::string_view::npos
-                                       ? std::string_view::npos
-                                       : line_end - line_start);
-  if (s.detail && line.find(s.detail) == std::string_view::npos)
+  if (s.detail && line_at(log, at).find(s.detail) == std::string_view::npos)
     return false;
   auto trace = log.find("==== backtrace", at);
   if (trace == std::string_view::npos)
     return false;
-  for (auto pos = trace; pos != std::string_view::npos && pos < log.size();) {
-    auto next = log.find('\n', pos);
-    auto frame = log.substr(pos, next == std::string_view::npos ? std::string_view::npos
-                                                                : next - pos);
+  for (auto pos = trace; pos < log.size();) {
+    auto frame = line_at(log, pos);
     if (frame.find(s.frame) != std::string_view::npos)
       return true;
     if (ferry_frame(frame) || frame.rfind("=================", 0) == 0
         || (s.not_above && frame.find(s.not_above) != std::string_view::npos))
       return false; // ferry's code (or a library ruled out) is above it, or the trace ended
-    pos = next == std::string_view::npos ? next : next + 1;
+    pos += frame.size() + 1;
   }
   return false;
 }

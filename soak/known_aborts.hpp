@@ -12,11 +12,16 @@
 // callback).
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
 
 namespace ferry::soak {
+
+/// How much of a dead node's log to read for its backtrace (a report
+/// shows less).
+constexpr size_t death_log_chars = 16000;
 
 /// The known library abort that `log` (a dead node's log, its end at
 /// least) shows, named by its docs/known-issues.md entry, or nothing.

@@ -58,8 +58,10 @@ public:
   uint16_t port() const { return port_; }
   uint64_t worker_id() const { return worker_id_; }
   std::string endpoint() const { return "127.0.0.1:" + std::to_string(port_); }
+  /// How much of a log's end a report shows.
+  static constexpr size_t shown_log_chars = 2000;
   /// Its stderr's last `max_chars` characters.
-  std::string log_tail(size_t max_chars = 2000) const;
+  std::string log_tail(size_t max_chars = shown_log_chars) const;
 
 private:
   void route();

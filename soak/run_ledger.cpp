@@ -69,7 +69,7 @@ bool run_ledger::add_node_death(const std::string& what, const std::string& log,
   auto known = known_library_abort(log, signal);
   std::lock_guard<std::mutex> guard{mtx_};
   if (!known) {
-    constexpr size_t shown = 2000; // the end of the log, where it died
+    constexpr size_t shown = node_link::shown_log_chars; // where it died
     violations_.push_back(what + ": "
                           + (log.size() > shown ? log.substr(log.size() - shown) : log));
     return true;

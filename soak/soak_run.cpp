@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "soak/fault_runner.hpp"
+#include "soak/known_aborts.hpp"
 #include "soak/soak_cluster.hpp"
 #include "soak/soak_report.hpp"
 #include "soak/traffic.hpp"
@@ -67,7 +68,7 @@ void restart_crashed(soak_cluster& cluster, run_ledger& ledger) {
                        + std::to_string(cluster.incarnation(slot)) + ") exited on its own"
                        + (status ? ", wait status " + std::to_string(*status) : "");
     int signal = status && WIFSIGNALED(*status) ? WTERMSIG(*status) : 0;
-    if (!ledger.add_node_death(what, link->log_tail(16000), signal))
+    if (!ledger.add_node_death(what, link->log_tail(death_log_chars), signal))
       std::fprintf(stderr, "soak: %s inside a library, a known abort (docs/known-issues.md): "
                            "restarted, not counted as a violation\n",
                    what.c_str());

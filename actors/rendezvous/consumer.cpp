@@ -106,13 +106,13 @@ void end_deadline(consumer_ptr self) {
     st.deadline.deliver(caf::ok_atom::value);
 }
 
-/// A plain get's result goes to its caller: the node's prefiller prepares
+/// A plain get's result went to its caller: the node's prefiller prepares
 /// room for the next one of its size (result_prefiller.hpp), unless it is
-/// small. A fetched payload goes back to the warm buffers after its handler
-/// instead, and a probe's result is dropped.
+/// small. (Not for a fetched payload, which goes back to the warm buffers
+/// after its handler, nor a probe's result, which is dropped.)
 void prefill_next(consumer_ptr self, uint64_t bytes) {
   auto& st = self->state;
-  if (st.ctx.prefill && !st.probing && !st.single_use && bytes >= warm_buffers::min_kept)
+  if (st.ctx.prefill && bytes >= warm_buffers::min_kept)
     caf::anon_send(st.ctx.prefill, prefill_atom::value, bytes);
 }
 

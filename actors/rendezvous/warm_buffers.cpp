@@ -1,5 +1,6 @@
 #include "actors/rendezvous/warm_buffers.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include <prometheus/counter.h>
@@ -76,16 +77,18 @@ bool warm_buffers::wants_prepared(size_t size) const {
   return wants_prepared_locked(size, prepared_capacity(size));
 }
 
-size_t warm_buffers::prepared_kept_capacity() const {
-  for (const auto& b : kept_)
-    if (b.data() == prepared_ && prepared_ != nullptr)
-      return b.capacity();
-  return 0;
+size_t warm_buffers::prepared_index() const {
+  if (prepared_ == nullptr)
+    return kept_.size();
+  auto at = std::find_if(kept_.begin(), kept_.end(),
+                         [this](const byte_buffer& b) { return b.data() == prepared_; });
+  return static_cast<size_t>(at - kept_.begin());
 }
 
 bool warm_buffers::wants_prepared_locked(size_t size, size_t capacity) const {
-  if (size < min_kept || capacity > max_bytes_
-      || kept_bytes_ - prepared_kept_capacity() + capacity > max_bytes_)
+  auto prepared = prepared_index();
+  size_t replaced = prepared == kept_.size() ? 0 : kept_[prepared].capacity();
+  if (size < min_kept || kept_bytes_ - replaced + capacity > max_bytes_)
     return false;
   for (const auto& b : kept_)
     if (fits(b, size))
@@ -97,15 +100,13 @@ bool warm_buffers::keep_prepared(byte_buffer&& buf) {
   byte_buffer taken = std::move(buf); // freed here unless kept
   byte_buffer replaced;               // the one prepared before, freed here
   std::lock_guard<std::mutex> guard{mu_};
-  if (taken.size() < min_kept || !wants_prepared_locked(taken.size(), taken.capacity()))
+  if (!wants_prepared_locked(taken.size(), taken.capacity()))
     return false; // taken is freed after the lock is let go
-  for (auto i = kept_.begin(); prepared_ != nullptr && i != kept_.end(); ++i)
-    if (i->data() == prepared_) {
-      kept_bytes_ -= i->capacity();
-      replaced = std::move(*i);
-      kept_.erase(i);
-      break;
-    }
+  if (auto before = prepared_index(); before != kept_.size()) {
+    kept_bytes_ -= kept_[before].capacity();
+    replaced = std::move(kept_[before]);
+    kept_.erase(kept_.begin() + static_cast<std::ptrdiff_t>(before));
+  }
   prepared_ = taken.data();
   kept_bytes_ += taken.capacity();
   kept_.push_back(std::move(taken));

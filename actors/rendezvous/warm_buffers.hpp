@@ -98,7 +98,8 @@ private:
   byte_buffer take_kept(size_t size); // the smallest that fits, or empty
   // With mu_ held: wants_prepared for a buffer of `capacity`.
   bool wants_prepared_locked(size_t size, size_t capacity) const;
-  size_t prepared_kept_capacity() const; // with mu_ held (0: none kept)
+  // With mu_ held: where the kept prepared buffer is, kept_.size() if none.
+  size_t prepared_index() const;
   static bool fits(const byte_buffer& b, size_t size);
 };
 

@@ -12,16 +12,15 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include <chrono>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include <caf/all.hpp>
 
 #include "actors/node_context.hpp"
 #include "actors/rendezvous/result_prefiller.hpp"
+#include "tests/cluster/test_support.hpp"
 
 namespace {
 
@@ -217,22 +216,6 @@ TEST(MessengerWarmBuffers, APreparedBufferIsFaultedInAndRoundedUpForALargerResul
   EXPECT_LT(resident_share(fresh.data(), 40 * MiB), 0.5);
 }
 
-namespace {
-
-/// Waits (bounded) until `pred` holds.
-template <class Pred>
-bool within_10s(Pred pred) {
-  auto until = std::chrono::steady_clock::now() + std::chrono::seconds{10};
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() > until)
-      return false;
-    std::this_thread::sleep_for(std::chrono::milliseconds{1});
-  }
-  return true;
-}
-
-} // namespace
-
 TEST(MessengerWarmBuffers, ThePrefillerKeepsOneBufferForTheLatestSizeAskedThatNoneFits) {
   caf::actor_system_config cfg;
   caf::actor_system sys{cfg};
@@ -243,7 +226,7 @@ TEST(MessengerWarmBuffers, ThePrefillerKeepsOneBufferForTheLatestSizeAskedThatNo
   caf::anon_send(prefiller, ferry::prefill_atom::value, uint64_t{8 * MiB});
   caf::anon_send(prefiller, ferry::prefill_atom::value, uint64_t{8 * MiB});
   caf::anon_send(prefiller, ferry::prefill_atom::value, uint64_t{20 * MiB});
-  ASSERT_TRUE(within_10s([&] { return warm->kept_bytes() == 20 * MiB; }))
+  ASSERT_TRUE(ferry::test::eventually([&] { return warm->kept_bytes() == 20 * MiB; }))
     << warm->kept_bytes();
   EXPECT_EQ(warm->kept_buffers(), 1u);
   EXPECT_EQ(warm->take_unfilled(20 * MiB).size(), 20 * MiB);
