@@ -54,4 +54,18 @@ std::string expect_rdma(const path_counts& before, const path_counts& after,
   return text;
 }
 
+std::string expect_chunked(const path_counts& before, const path_counts& after,
+                           path_reason reason, int gets) {
+  auto ok = static_cast<size_t>(path_reason::ok);
+  auto i = static_cast<size_t>(reason);
+  auto rdma = after.rdma.at(ok) - before.rdma.at(ok);
+  auto rose = after.chunked.at(i) - before.chunked.at(i);
+  if (rdma == 0 && rose == gets)
+    return {};
+  return "not the chunked path for " + std::string{to_string(reason)} + ": rdma/ok rose by "
+         + std::to_string(static_cast<int>(rdma)) + ", chunked/" + to_string(reason)
+         + " by " + std::to_string(static_cast<int>(rose)) + " for "
+         + std::to_string(gets) + " get(s)";
+}
+
 } // namespace ferry::bench

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "actors/rendezvous/path_metrics.hpp"
+
 namespace ferry {
 class node;
 }
@@ -29,6 +31,11 @@ path_counts read_paths(node& n);
 /// else what happened instead (the chunked reasons that rose, if any).
 std::string expect_rdma(const path_counts& before, const path_counts& after,
                         int gets = 1);
+
+/// Empty when chunked/`reason` rose by exactly `gets` and rdma/ok did not
+/// rise; else what happened instead.
+std::string expect_chunked(const path_counts& before, const path_counts& after,
+                           path_reason reason, int gets = 1);
 
 /// The chunked/<reason> counters that rose ("budget, pool_exhausted"), or "".
 std::string chunked_reasons(const path_counts& before, const path_counts& after);

@@ -18,11 +18,16 @@
 //                timed get shows what is left of the first-use cost
 //   into_pinned: get_into a pinned writer allocated once per size, outside
 //                the clock: the zero-copy destination
+//   defaults:    as warm, but the nodes keep their defaults: over tcp alone
+//                they take no GET UCX would emulate, so the get goes by
+//                chunks (over the control channel), checked as chunked with
+//                reason no_offer
 // Both nodes run UCX on the row's transport (UCX_TLS in this process for
-// the row's life, in the owner's environment at spawn), and the owner grants
-// the RDMA path at every size. Every run checks the bytes and that the
-// consumer counted one completed RDMA GET (path_check.hpp): a get that fell
-// back to chunks fails the point.
+// the row's life, in the owner's environment at spawn; over tcp, emulated
+// GETs allowed but for `defaults`), and the owner grants the RDMA path at
+// every size. Every run checks the bytes and that the consumer counted one
+// completed RDMA GET (path_check.hpp): a get that fell back to chunks fails
+// the point.
 #include <chrono>
 #include <cstring>
 #include <memory>
@@ -57,8 +62,9 @@ public:
   }
 
   std::string start() override {
-    env_.emplace(transport_);
-    if (auto err = owner_.start(knobs_, true, ucx_peer_env(transport_)); !err.empty())
+    env_.emplace(transport_, !defaults());
+    if (auto err = owner_.start(knobs_, true, ucx_peer_env(transport_, !defaults()));
+        !err.empty())
       return err;
     if (!cold())
       return reseat(seat_, knobs_, owner_.endpoint(), true);
@@ -128,11 +134,15 @@ public:
 
 private:
   bool cold() const { return mode_ == rdma_mode::cold || mode_ == rdma_mode::cold_eager; }
+  bool defaults() const { return mode_ == rdma_mode::defaults; }
 
   run_outcome finish_run(double secs, uint64_t lease, const path_counts& before) {
     // The lease is held (and the slot kept) whatever path ran.
     auto held = seat_->hold(handle_, lease);
-    if (auto err = expect_rdma(before, read_paths(seat_->host())); !err.empty())
+    auto after = read_paths(seat_->host());
+    auto err = defaults() ? expect_chunked(before, after, path_reason::no_offer)
+                          : expect_rdma(before, after);
+    if (!err.empty())
       return run_outcome::failed(err);
     if (!held.empty())
       return run_outcome::failed(held);

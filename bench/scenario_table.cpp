@@ -176,7 +176,9 @@ std::vector<scenario_entry> build() {
              "as ferry_rdma_sm_cold, with the endpoint wired up at the hello",
              rdma(ucx_transport::sm, rdma_mode::cold_eager), no_ucx),
          size_kind::all, repeat_kind::cold),
-    row("ferry_rdma_tcp", "get over the RDMA path, UCX over tcp on lo (warm pair)",
+    row("ferry_rdma_tcp",
+        "get over the RDMA path, UCX over tcp on lo (warm pair; emulated GETs "
+        "allowed: by default a tcp pair takes ferry_chunked's way)",
         "ucx_get_raw_tcp + the acquire round trip + faulting in the fresh result "
         "(the GET lands in it)",
         rdma(ucx_transport::tcp, rdma_mode::warm), no_ucx),
@@ -193,6 +195,11 @@ std::vector<scenario_entry> build() {
              "as ferry_rdma_tcp_cold, with the endpoint wired up at the hello",
              rdma(ucx_transport::tcp, rdma_mode::cold_eager), no_ucx),
          size_kind::all, repeat_kind::cold),
+    row("ferry_pinned_tcp",
+        "get of a pinned slot, UCX over tcp on lo, the nodes' defaults: no "
+        "emulated GET, so chunks over the control channel (warm pair)",
+        "tcp_loopback (the chunked path's messages over UCX on tcp)",
+        rdma(ucx_transport::tcp, rdma_mode::defaults), no_ucx),
     row("ferry_get_into_pinned_sm",
         "get_into a pinned writer (allocated once, untimed), shared memory",
         "ucx_get_raw_sm + the acquire round trip", rdma(ucx_transport::sm,

@@ -70,6 +70,8 @@ enum class rdma_mode {
   cold,        // the first get on a freshly started and connected consumer node
   cold_eager,  // the same with eager wireup on both nodes (done before the clock)
   into_pinned, // get_into a pinned writer allocated once per size
+  defaults,    // as warm with the nodes' defaults: a tcp pair takes no emulated
+               // GET, so its gets go by chunks (checked as such)
 };
 
 /// A ferry get over the RDMA path (payload staged pinned, both nodes on

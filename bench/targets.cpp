@@ -53,6 +53,9 @@ const target_def targets[] = {
   {target_kind::throughput, "ferry_rdma_tcp", "ucx_get_raw_tcp", 16 * MiB, no_limit, 0.9},
   {target_kind::throughput, "ferry_rdma_tcp_given_back", "ucx_get_raw_tcp", 16 * MiB, no_limit, 0.9},
   {target_kind::throughput, "ferry_rdma_sm", "ferry_chunked", 4 * MiB, 4 * MiB, 5.0},
+  // A tcp pair's default (chunks) must not lose to UCX's emulated GET, which
+  // it replaced (rdma/one_sided_reads.hpp).
+  {target_kind::throughput, "ferry_pinned_tcp", "ferry_rdma_tcp", 4 * MiB, no_limit, 1.0},
   {target_kind::throughput, "ferry_chunked", "tcp_loopback", 64 * MiB, 64 * MiB, 0.8},
   {target_kind::throughput, "ferry_chunked", "caf_inline", 4 * MiB, no_limit, 1.0},
   {target_kind::throughput, "ferry_messenger_staged", "ferry_messenger_inline", 64 * MiB,
@@ -84,6 +87,8 @@ const std::pair<const char*, const char*> limit_pairs[] = {
   {"ferry_rdma_tcp_given_back", "ucx_get_raw_tcp"},
   {"ferry_rdma_tcp_cold", "ferry_rdma_tcp"},
   {"ferry_rdma_tcp_cold_eager", "ferry_rdma_tcp_cold"},
+  {"ferry_pinned_tcp", "tcp_loopback"},
+  {"ferry_pinned_tcp", "ferry_rdma_tcp"},
 };
 
 bool measured(const bench_report& r, const std::string& scenario) {

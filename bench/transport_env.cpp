@@ -2,14 +2,19 @@
 
 #include <cstdlib>
 
+#include "runtime/kill_switch.hpp"
+
 namespace ferry::bench {
 
 std::string ucx_tls(ucx_transport t) {
   return t == ucx_transport::sm ? "sm,self" : "tcp,self";
 }
 
-std::vector<std::string> ucx_peer_env(ucx_transport t) {
-  return {"UCX_TLS=" + ucx_tls(t), "UCX_NET_DEVICES=lo"};
+std::vector<std::string> ucx_peer_env(ucx_transport t, bool emulated_gets) {
+  std::vector<std::string> env{"UCX_TLS=" + ucx_tls(t), "UCX_NET_DEVICES=lo"};
+  if (t == ucx_transport::tcp && emulated_gets)
+    env.push_back(std::string{emulated_gets_env} + "=1");
+  return env;
 }
 
 scoped_env::scoped_env(const char* key, const std::string& value) : key_(key) {
@@ -25,7 +30,10 @@ scoped_env::~scoped_env() {
     ::unsetenv(key_);
 }
 
-scoped_transport_env::scoped_transport_env(ucx_transport t)
-  : tls_("UCX_TLS", ucx_tls(t)), devices_("UCX_NET_DEVICES", "lo") {}
+scoped_transport_env::scoped_transport_env(ucx_transport t, bool emulated_gets)
+  : tls_("UCX_TLS", ucx_tls(t)), devices_("UCX_NET_DEVICES", "lo") {
+  if (t == ucx_transport::tcp && emulated_gets)
+    emulated_gets_.emplace(emulated_gets_env, "1");
+}
 
 } // namespace ferry::bench

@@ -21,8 +21,12 @@ enum class ucx_transport { sm, tcp };
 /// "sm,self" or "tcp,self" (the values the RDMA tests run with).
 std::string ucx_tls(ucx_transport t);
 
-/// "UCX_TLS=..." and "UCX_NET_DEVICES=lo", for a peer process.
-std::vector<std::string> ucx_peer_env(ucx_transport t);
+/// "UCX_TLS=..." and "UCX_NET_DEVICES=lo", for a peer process; over tcp
+/// also FERRY_RDMA_EMULATED_GETS=1 unless `emulated_gets` is false: the tcp
+/// RDMA rows measure UCX's emulated GET, which a node takes only when
+/// allowed (by default a tcp pair's gets go by chunks:
+/// rdma/one_sided_reads.hpp).
+std::vector<std::string> ucx_peer_env(ucx_transport t, bool emulated_gets = true);
 
 /// Sets an environment variable for the life of the object.
 class scoped_env {
@@ -37,14 +41,16 @@ private:
   std::optional<std::string> old_;
 };
 
-/// UCX_TLS and UCX_NET_DEVICES=lo in this process for the life of the object.
+/// What ucx_peer_env gives a peer, in this process for the life of the
+/// object.
 class scoped_transport_env {
 public:
-  explicit scoped_transport_env(ucx_transport t);
+  explicit scoped_transport_env(ucx_transport t, bool emulated_gets = true);
 
 private:
   scoped_env tls_;
   scoped_env devices_;
+  std::optional<scoped_env> emulated_gets_;
 };
 
 } // namespace ferry::bench

@@ -8,6 +8,7 @@ add_library(ferry_rdma_core STATIC
   ${CMAKE_CURRENT_LIST_DIR}/external_region.cpp
   ${CMAKE_CURRENT_LIST_DIR}/failure_reports_choice.cpp
   ${CMAKE_CURRENT_LIST_DIR}/offset_allocator.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/one_sided_reads.cpp
   ${CMAKE_CURRENT_LIST_DIR}/region_registry.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rkey_preparse.cpp)
 ferry_public_includes(ferry_rdma_core)

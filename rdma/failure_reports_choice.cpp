@@ -35,10 +35,15 @@ std::string shared_memory_capability(std::string_view machine_token) {
   return std::string{shared_memory_capability_prefix} + std::string{machine_token};
 }
 
+bool shares_memory(const std::vector<std::string>& my_caps,
+                   const std::vector<std::string>& peer_caps) {
+  auto mine = machine_of(my_caps);
+  return !mine.empty() && mine == machine_of(peer_caps);
+}
+
 bool wants_failure_reports(const std::vector<std::string>& my_caps,
                            const std::vector<std::string>& peer_caps) {
-  auto mine = machine_of(my_caps);
-  return mine.empty() || mine != machine_of(peer_caps);
+  return !shares_memory(my_caps, peer_caps);
 }
 
 } // namespace ferry

@@ -31,8 +31,13 @@ std::string this_machine_token();
 /// "ucx_shm:" and `machine_token`.
 std::string shared_memory_capability(std::string_view machine_token);
 
+/// True when both capability lists carry the same "ucx_shm:" token: the
+/// two nodes share memory on one machine.
+bool shares_memory(const std::vector<std::string>& my_caps,
+                   const std::vector<std::string>& peer_caps);
+
 /// True when endpoints to a peer with `peer_caps` must report failures:
-/// unless both capability lists carry the same "ucx_shm:" token.
+/// unless the two nodes share memory.
 bool wants_failure_reports(const std::vector<std::string>& my_caps,
                            const std::vector<std::string>& peer_caps);
 

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <sstream>
 
+#include "rdma/one_sided_reads.hpp"
 #include "rdma/ucx_env.hpp"
 
 namespace ferry {
@@ -90,6 +91,13 @@ bool ucx_context::has_transport(std::string_view name) const noexcept {
 bool ucx_context::has_shared_memory() const noexcept {
   return has_transport("posix") || has_transport("sysv") || has_transport("cma")
          || has_transport("knem") || has_transport("xpmem");
+}
+
+bool ucx_context::has_nic_rma() const noexcept {
+  for (const auto& t : transports_)
+    if (is_nic_rma_transport(t.name))
+      return true;
+  return false;
 }
 
 bool ucx_context::prefers_ucx_allocation() const noexcept {

@@ -62,6 +62,11 @@ public:
   /// A shared-memory transport is on: posix, sysv, cma, knem or xpmem.
   bool has_shared_memory() const noexcept;
 
+  /// A NIC transport that reads a peer's memory one-sided is on
+  /// (one_sided_reads.hpp); without one, a GET to another machine is
+  /// emulated over tcp.
+  bool has_nic_rma() const noexcept;
+
   /// A shared-memory transport that can hand a peer the pages themselves is
   /// on (posix, sysv or xpmem). Memory mapped with UCP_MEM_MAP_ALLOCATE is
   /// then read one-sided by a peer on the same host (a memcpy on its side,

@@ -41,6 +41,7 @@
 #include "staging/local_stager.hpp"
 #include "rdma/control_channel_choice.hpp"
 #include "rdma/failure_reports_choice.hpp"
+#include "rdma/one_sided_reads.hpp"
 
 #ifdef FERRY_WITH_UCX
 #  include "rdma/ucx_context.hpp"
@@ -106,6 +107,8 @@ node::node(node_config cfg, worker_registry workers, type_registrar extra_types)
   // The kill switch is read once, here, for both roles.
   if (kill_switch_from_env())
     cfg_.rdma_enabled = false;
+  if (kill_switch_engaged(std::getenv(emulated_gets_env)))
+    cfg_.rdma_emulated_gets = true;
   registry_ = std::make_shared<prometheus::Registry>();
   paths_ = std::make_unique<path_metrics>(*registry_);
   owner_metrics_ = std::make_unique<owner_metrics>(*registry_, *paths_);
@@ -160,6 +163,9 @@ std::vector<std::string> node::capabilities() const {
   // Which peers share memory with this node (failure_reports_choice.hpp).
   if (has_ucx() && ucx_ && ucx_->has_shared_memory())
     caps.push_back(shared_memory_capability(this_machine_token()));
+  // Which peers' GETs are one-sided reads (one_sided_reads.hpp).
+  if (has_ucx() && ucx_ && ucx_->has_nic_rma())
+    caps.emplace_back(nic_rma_capability);
 #endif
   return caps;
 }

@@ -73,6 +73,12 @@ struct node_config {
   // -- RDMA path ---------------------------------------------------------------
   bool ucx = true;          // add the UCX transport (the RDMA registry) if built
   bool rdma_enabled = true; // the kill switch; FERRY_RDMA_RENDEZVOUS_DISABLE wins
+  // The RDMA path with peers whose GETs UCX can only emulate (a pair with
+  // neither shared memory nor a one-sided NIC: tcp). Off, such a pair takes
+  // the chunked path, which is faster there and cannot abort the owner when
+  // a reader dies (rdma/one_sided_reads.hpp). FERRY_RDMA_EMULATED_GETS=1
+  // turns it on.
+  bool rdma_emulated_gets = false;
   uint64_t rdma_min_bytes = 64 * KiB;
   uint64_t lease_timeout_ms = 30000; // clamped to at least 1 ms
   // The longest a freed block that a peer's GET given up may still read

@@ -113,6 +113,12 @@ void add_node_options(CLI::App& app, node_config& cfg) {
   app.add_option("--rdma-enabled", cfg.rdma_enabled,
                  "The RDMA path (FERRY_RDMA_RENDEZVOUS_DISABLE overrides)")
     ->capture_default_str();
+  app.add_option("--rdma-emulated-gets", cfg.rdma_emulated_gets,
+                 "The RDMA path also with peers whose GETs UCX emulates over tcp "
+                 "(no shared memory, no one-sided NIC): slower than chunks there, and "
+                 "UCX 1.13 can abort an owner whose reader dies mid-GET "
+                 "(FERRY_RDMA_EMULATED_GETS=1 turns it on)")
+    ->capture_default_str();
   app.add_option("--rdma-min-bytes", cfg.rdma_min_bytes)->capture_default_str();
   app.add_option("--lease-timeout-ms", cfg.lease_timeout_ms,
                  "Deadline of a lease while its transfer runs (at least 1 ms)")

@@ -109,6 +109,7 @@ void node::wire_services(worker_registry workers) {
   gp.node = ctx_;
   gp.workers = std::move(workers);
   gp.engine = engine_;
+  gp.emulated_gets = cfg_.rdma_emulated_gets;
   gp.directory = directory;
   gp.metrics = rdma_metrics_.get();
   auto peers = directory;

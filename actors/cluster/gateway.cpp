@@ -23,6 +23,7 @@
 #include "protocol/control_frame.hpp"
 #include "rdma/control_channel_choice.hpp"
 #include "rdma/failure_reports_choice.hpp"
+#include "rdma/one_sided_reads.hpp"
 #include "protocol/endpoint.hpp"
 #include "protocol/errors.hpp"
 
@@ -219,6 +220,16 @@ void register_tokens(gateway_ptr self, const peer_hello& peer, uint64_t token_ou
   engine.wake();
 }
 
+/// True when UCX GETs with `peer` may go: it is registered on this node's
+/// engine, and the pair reads one-sided or this node allows emulated GETs
+/// (rdma/one_sided_reads.hpp). Else its gets take the chunked path.
+bool takes_gets(gateway_ptr self, const peer_hello& peer) {
+  const auto& params = self->state.params;
+  return self->state.ucx_peers.count(peer.worker_id) > 0
+         && (params.emulated_gets
+             || reads_one_sided(params.identity.capabilities, peer.capabilities));
+}
+
 void add_peer(gateway_ptr self, peer_hello peer) {
   if (peer.worker_id == self->state.params.identity.worker_id || !peer.gateway)
     return;
@@ -251,8 +262,7 @@ void add_peer(gateway_ptr self, peer_hello peer) {
   }
   if (auto& dir = self->state.params.directory)
     dir->put(peer.worker_id,
-             {peer.owner, self->state.ucx_peers.count(peer.worker_id) > 0,
-              peer.messenger, false, peer.gateway});
+             {peer.owner, takes_gets(self, peer), peer.messenger, false, peer.gateway});
   update_channel_gauge(self);
 }
 
@@ -534,7 +544,7 @@ gateway_actor::behavior_type gateway(gateway_ptr self, gateway_params params) {
         return make_error(errc::unknown_owner,
                           "worker " + std::to_string(worker_id)
                             + " is not a known peer of this node");
-      return {i->second.owner, self->state.ucx_peers.count(worker_id) > 0};
+      return {i->second.owner, takes_gets(self, i->second)};
     },
     [=](staging_source_atom a, uint64_t worker_id) -> caf::result<caf::actor> {
       auto sender = self->current_sender();

@@ -29,6 +29,9 @@ struct gateway_params {
   std::shared_ptr<const node_context> node;   // filled before the node publishes
   worker_registry workers;
   ucx_engine_ref engine; // peers with a UCX address are registered here
+  // GETs also with peers whose pair reads only by UCX's emulation (tcp):
+  // --rdma-emulated-gets. Off, the directory says no GETs for them.
+  bool emulated_gets = false;
   // Mirrors the peer table for consumers (optional; the gateway writes it).
   std::shared_ptr<peer_directory> directory;
   // The port the node listens on, known only once it has published.

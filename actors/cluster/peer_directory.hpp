@@ -21,7 +21,10 @@ class peer_directory {
 public:
   struct entry {
     caf::actor owner; // the peer's owner actor (a proxy)
-    bool ucx = false; // registered on this node's UCX engine
+    // UCX GETs with this peer may go: registered on this node's UCX engine,
+    // and the pair reads one-sided or this node allows emulated GETs
+    // (rdma/one_sided_reads.hpp). False: its gets take the chunked path.
+    bool ucx_gets = false;
     caf::actor messenger; // the peer's messenger (a proxy)
     // Rendezvous calls to this peer go over the control channel (UCX active
     // messages through this node's engine) instead of CAF requests.

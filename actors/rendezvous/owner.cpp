@@ -255,13 +255,20 @@ uint64_t holder_of_sender(owner_ptr self) {
   return id;
 }
 
+/// The node the current call came from (the control channel names it; a
+/// CAF request's sender does); empty when unknown.
+caf::node_id calling_node_of(owner_ptr self) {
+  if (const auto& node = self->state.calling_node)
+    return *node;
+  const auto& sender = self->current_sender();
+  return sender ? sender->node() : caf::node_id{};
+}
+
 /// not_registered for a remote sender whose node never said hello (none
 /// when the sender is local, registered, or nothing is checked).
 caf::error refuse_stranger(owner_ptr self) {
   const auto& peers = self->state.rdma.peers;
-  const auto& sender = self->current_sender();
-  auto node = self->state.calling_node ? *self->state.calling_node
-                                       : sender ? sender->node() : caf::node_id{};
+  auto node = calling_node_of(self);
   if (!peers || node == caf::node_id{} || node == self->node() || peers->knows_node(node))
     return caf::none;
   return make_error(errc::not_registered,
@@ -292,9 +299,23 @@ bool offers_ucx(const rv_acquire_request& req) {
   return false;
 }
 
+/// False when the calling node is a peer this node takes no GETs with: the
+/// pair would only emulate them, which the owner's UCX serves and can abort
+/// on (rdma/one_sided_reads.hpp). True where no directory tells.
+bool caller_takes_gets(owner_ptr self) {
+  const auto& peers = self->state.rdma.peers;
+  auto node = calling_node_of(self);
+  if (!peers || node == caf::node_id{} || node == self->node())
+    return true;
+  auto peer = peers->find_node(node);
+  return peer && peer->second.ucx_gets;
+}
+
 /// The path decision: the first failing check names the reason, in the
 /// spec's order (offer, registry, kill switch, pinned, size, backend,
-/// draining). The descriptor check (8) happens when it is encoded.
+/// draining). The descriptor check (8) happens when it is encoded. An offer
+/// from a peer whose GETs this node does not take fails the backend check:
+/// the backend it names cannot serve that pair.
 path_reason path_for(owner_ptr self, const rv_acquire_request& req,
                      const pinned_ptr& block, uint64_t total_len) {
   const auto& cfg = self->state.cfg;
@@ -308,7 +329,7 @@ path_reason path_for(owner_ptr self, const rv_acquire_request& req,
     return path_reason::not_pinned;
   if (total_len < cfg.rdma_min_bytes)
     return path_reason::below_min;
-  if (!offers_ucx(req))
+  if (!offers_ucx(req) || !caller_takes_gets(self))
     return path_reason::no_offer;
   if (self->state.draining)
     return path_reason::draining;

@@ -41,7 +41,7 @@ void find_owner(Self* self, const consumer_context& ctx, uint64_t worker_id,
   };
   if (ctx.peers)
     if (auto known = ctx.peers->find(worker_id))
-      return on_owner(route(std::move(known->owner), known->control_am), known->ucx);
+      return on_owner(route(std::move(known->owner), known->control_am), known->ucx_gets);
   auto by_caf = caf_route(ctx, {}, worker_id); // its owner named by the answer
   self->request(ctx.directory, ctx.cfg.request_timeout, lookup_atom::value, worker_id)
     .then([=](caf::actor& owner, bool ucx_peer) mutable {

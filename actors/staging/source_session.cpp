@@ -128,14 +128,17 @@ void choose_cross(session_actor* self, const stage_pin& req) {
   auto& src = st.p.source;
   if (req.cross != static_cast<uint8_t>(stage_cross_mode::ucx_get) || !src.ucx)
     return;
+  // GETs go only with the requester's own node, as its hello registered it,
+  // and not where UCX would emulate them (either way round: this node serves
+  // the requester's GETs of a READ).
+  if (!src.ucx.reaches(req.requester_worker, st.p.requester.node())) {
+    spdlog::info("remote staging session {}: the Pin names worker {:016x}, not a "
+                 "UCX peer of the requester's node this node takes GETs with; the "
+                 "CROSS goes by CAF",
+                 st.p.session, req.requester_worker);
+    return;
+  }
   if (st.ring->session().direction == stage_direction::write) {
-    // GETs go only to the requester's own node, as its hello registered it.
-    if (!src.ucx.reaches(req.requester_worker, st.p.requester.node())) {
-      spdlog::info("remote staging session {}: the Pin names worker {:016x}, not the "
-                   "requester's UCX peer; the CROSS goes by CAF",
-                   st.p.session, req.requester_worker);
-      return;
-    }
     st.requester_worker = req.requester_worker;
     st.landings.resize(st.chunks.size());
   } else {

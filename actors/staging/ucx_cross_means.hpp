@@ -24,11 +24,12 @@ struct ucx_cross_means {
   bool enabled = false; // --staging-cross auto
   explicit operator bool() const { return enabled && pool && engine && peers; }
 
-  /// True when `worker` is the registered peer on `node` and this node's
-  /// engine knows it (a GET from it can go).
+  /// True when `worker` is the registered peer on `node` and a GET with it
+  /// can go (this node's engine knows it, and the pair reads one-sided or
+  /// emulated GETs are allowed: the directory's ucx_gets).
   bool reaches(uint64_t worker, const caf::node_id& node) const {
     auto known = peers ? peers->find_node(node) : std::nullopt;
-    return known && known->first == worker && known->second.ucx;
+    return known && known->first == worker && known->second.ucx_gets;
   }
 };
 

@@ -45,6 +45,7 @@ const std::vector<std::string> rdma_rows{"ferry_rdma_sm",
                                          "ferry_rdma_tcp",
                                          "ferry_rdma_tcp_given_back",
                                          "ferry_rdma_tcp_cold",
+                                         "ferry_pinned_tcp",
                                          "ferry_get_into_pinned_sm",
                                          "ferry_messenger_staged",
                                          "ferry_messenger_inline"};

@@ -448,6 +448,8 @@ struct hostile_ucx {
   hostile_ucx() {
     ::setenv("UCX_TLS", "tcp", 1); // before any context of this process
     ::setenv("UCX_NET_DEVICES", "lo", 1);
+    // The consumer node offers GETs to this tcp peer (one_sided_reads.hpp).
+    ::setenv("FERRY_RDMA_EMULATED_GETS", "1", 1);
     auto c = ucx_context::create();
     if (!c)
       throw std::runtime_error(c.error_message());

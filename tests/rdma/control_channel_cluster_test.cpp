@@ -85,6 +85,7 @@ nlohmann::json channel_stat(node& n) { return test::engine_stat(n, 10s)["control
 struct ControlChannelCluster : ::testing::TestWithParam<std::string> {
   void SetUp() override {
     setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
+    test::allow_emulated_gets_for(GetParam());
     setenv("UCX_NET_DEVICES", "lo", 1);
     unsetenv("FERRY_CONTROL_CHANNEL"); // each node's option decides here
   }

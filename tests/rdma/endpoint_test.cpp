@@ -40,6 +40,7 @@ constexpr uint64_t MiB_ = 1024 * 1024;
 struct Endpoints : ::testing::TestWithParam<std::string> {
   void SetUp() override {
     setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
+    test::allow_emulated_gets_for(GetParam());
     setenv("UCX_NET_DEVICES", "lo", 1);
     unsetenv("FERRY_CONTROL_CHANNEL"); // the control channel: as each test says
   }

@@ -50,6 +50,7 @@ std::string series(const char* path, const char* reason) {
 struct Rdma : ::testing::TestWithParam<std::string> {
   void SetUp() override {
     setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
+    test::allow_emulated_gets_for(GetParam());
     setenv("UCX_NET_DEVICES", "lo", 1);
   }
 
@@ -304,6 +305,64 @@ TEST_P(Rdma, FailedGetFallsBackOnce) {
   EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 0);
   EXPECT_EQ(owner_count("chunked", "no_offer"), 1);
   EXPECT_EQ(owner_stat()["owner"]["leases"], 0);
+}
+
+/// A pair over tcp alone whose nodes keep the default: no GET that UCX
+/// could only emulate (rdma/one_sided_reads.hpp). Its gets take the chunked
+/// path, which is faster there and cannot abort the owner.
+class EmulatedGets : public Rdma {
+  void SetUp() override {
+    Rdma::SetUp();
+    ::unsetenv("FERRY_RDMA_EMULATED_GETS");
+  }
+};
+
+INSTANTIATE_TEST_SUITE_P(TcpPair, EmulatedGets, ::testing::Values("tcp"),
+                         [](const auto& info) { return info.param; });
+
+TEST_P(EmulatedGets, APinnedGetOfATcpPairTakesTheChunkedPathWithoutAnOffer) {
+  start();
+  ASSERT_TRUE(local->has_ucx());
+  auto bytes = test::payload(4 * MiB_ + 3, 41);
+  auto h = stage(bytes); // the owner's adopt pull counts on both nodes too
+  auto local_before = local_count(transfer_path::chunked, path_reason::no_offer);
+  auto owner_before = owner_count("chunked", "no_offer");
+  get_and_check(h, bytes);
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::no_offer) - local_before, 1);
+  EXPECT_EQ(owner_count("chunked", "no_offer") - owner_before, 1);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 0);
+  EXPECT_EQ(owner_count("rdma", "ok"), 0);
+  EXPECT_EQ(owner_stat()["owner"]["leases"], 0);
+}
+
+TEST_P(EmulatedGets, AnOwnerThatTakesNoneAnswersAnOfferWithChunks) {
+  auto cfg = consumer_config();
+  cfg.rdma_emulated_gets = true; // this side would, the owner would not
+  start({}, {}, cfg);
+  auto bytes = test::payload(1 * MiB_, 42);
+  auto h = stage(bytes);
+  auto local_before = local_count(transfer_path::chunked, path_reason::no_offer);
+  auto owner_before = owner_count("chunked", "no_offer");
+  get_and_check(h, bytes);
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::no_offer), local_before)
+    << "the consumer offered";
+  EXPECT_EQ(owner_count("chunked", "no_offer") - owner_before, 1)
+    << "the owner took it for none";
+  EXPECT_EQ(owner_count("rdma", "ok"), 0);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 0);
+}
+
+TEST_P(EmulatedGets, NodesThatBothAllowThemTakeTheRdmaPath) {
+  auto cfg = consumer_config();
+  cfg.rdma_emulated_gets = true;
+  start({"--rdma-emulated-gets", "true"}, {}, cfg);
+  auto bytes = test::payload(1 * MiB_, 43);
+  auto h = stage(bytes);
+  auto local_before = local_count(transfer_path::chunked, path_reason::no_offer);
+  get_and_check(h, bytes);
+  EXPECT_EQ(local_count(transfer_path::rdma, path_reason::ok), 1);
+  EXPECT_EQ(owner_count("rdma", "ok"), 1);
+  EXPECT_EQ(local_count(transfer_path::chunked, path_reason::no_offer), local_before);
 }
 
 class RdmaFault : public Rdma {};
@@ -893,7 +952,9 @@ struct ProbeCluster {
     return nlohmann::json::parse(r.out);
   }
 
-  std::vector<std::string> env{"UCX_TLS=tcp,self", "UCX_NET_DEVICES=lo"};
+  // tcp stands in for a NIC: both nodes take the GETs UCX emulates over it.
+  std::vector<std::string> env{"UCX_TLS=tcp,self", "UCX_NET_DEVICES=lo",
+                               "FERRY_RDMA_EMULATED_GETS=1"};
   byte_buffer bytes = test::payload(3 * MiB_ + 17, 21);
   std::unique_ptr<node_process> a, b;
   std::string dir;

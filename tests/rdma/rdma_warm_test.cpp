@@ -45,6 +45,7 @@ struct RdmaWarm : ::testing::TestWithParam<std::string> {
   bool prefill = false;
   void SetUp() override {
     setenv("UCX_TLS", test::ucx_tls_for(GetParam()).c_str(), 1);
+    test::allow_emulated_gets_for(GetParam());
     setenv("UCX_NET_DEVICES", "lo", 1);
     owner = std::make_unique<node_process>(
       std::vector<std::string>{"--metrics-port", "0"},

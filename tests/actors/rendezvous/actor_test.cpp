@@ -148,7 +148,7 @@ TEST_F(ActorChunked, TheGatewayKeepsThePeerDirectoryInStep) {
   auto known = peers->find(peer);
   ASSERT_TRUE(known);
   EXPECT_EQ(known->owner, hello.owner);
-  EXPECT_FALSE(known->ucx); // no UCX engine on this node
+  EXPECT_FALSE(known->ucx_gets); // no UCX engine on this node
   EXPECT_FALSE(peers->find(worker + 1)); // never announced
   // The peer goes: the directory forgets it with the gateway, and a get of
   // its handle fails as an unknown owner.
