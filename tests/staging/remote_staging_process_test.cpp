@@ -75,6 +75,7 @@ struct RemoteStaging : ::testing::Test {
     c.remote_staging_shards = local_shards;
     c.request_timeout_ms = local_request_timeout_ms;
     c.test_get_delay_ms = local_get_delay_ms;
+    c.rdma_emulated_gets = local_emulated_gets;
     local = std::make_unique<node>(c);
     if (auto err = local->start())
       throw std::runtime_error(describe(err));
@@ -207,7 +208,7 @@ struct RemoteStaging : ::testing::Test {
   /// Which way the chunks crossed: every session over UCX (every byte
   /// read GOT here, every byte written GOT there) or none.
   void expect_crossed() {
-    bool ucx = cross == "auto" && peer_cross != "caf";
+    bool ucx = cross == "auto" && peer_cross != "caf" && !tcp_pair;
     auto s = peer_stat();
     auto& mine = *local->remote_staging();
     EXPECT_EQ(mine.ucx_sessions.load(), ucx ? mine.completed.load() : 0);
@@ -261,6 +262,24 @@ struct RemoteStaging : ::testing::Test {
   size_t local_shards = 4;
   uint64_t local_request_timeout_ms = 10000;
   uint64_t local_get_delay_ms = 0; // this node's engine answers each GET this late
+  bool local_emulated_gets = false; // --rdma-emulated-gets here (not on the source)
+  bool tcp_pair = false; // both nodes on UCX over tcp alone: no GET (one_sided_reads.hpp)
+};
+
+/// Both nodes on UCX over tcp alone, as the tests below set it up.
+struct RemoteStagingOverTcp : RemoteStaging {
+  void SetUp() override {
+    ::setenv("UCX_TLS", "tcp,self", 1);
+    ::setenv("UCX_NET_DEVICES", "lo", 1);
+    ::unsetenv("FERRY_RDMA_EMULATED_GETS");
+    tcp_pair = true;
+    cross = "auto";
+  }
+  void TearDown() override {
+    RemoteStaging::TearDown();
+    ::unsetenv("UCX_TLS");
+    ::unsetenv("UCX_NET_DEVICES");
+  }
 };
 
 TEST_F(RemoteStaging, AReadOfAPeersDeviceRangeRunsSerially) {
@@ -320,6 +339,19 @@ INSTANTIATE_TEST_SUITE_P(Depths, RemoteStagingPipeline,
                                   + "_depth" + std::to_string(std::get<1>(info.param))
                                   + (std::get<2>(info.param) == "auto" ? "_ucx" : "_caf");
                          });
+
+TEST_F(RemoteStagingOverTcp, APairThatWouldOnlyEmulateAGetCrossesOnCaf) {
+  start(2);
+  read_and_verify(600 * KiB);
+  write_and_verify(300 * KiB);
+}
+
+TEST_F(RemoteStagingOverTcp, ASourceThatTakesNoEmulatedGetsDeclinesTheRequestersAsk) {
+  local_emulated_gets = true; // this side asks for the UCX CROSS; the source declines
+  start(2);
+  read_and_verify(600 * KiB);
+  write_and_verify(300 * KiB);
+}
 
 TEST_F(RemoteStaging, ASourceOnCafRequestsKeepsTheCrossOnCaf) {
   cross = "auto"; // this side asks for the UCX CROSS; the source declines
