@@ -15,6 +15,7 @@ client_session::open(node_config cfg, const std::string& endpoint) {
   cfg.listen = false;
   cfg.metrics_port = -1;
   cfg.warm_buffer_prefill = false; // a command gets once or a few times, then ends
+  cfg.warm_buffer_idle_ms = 0;      // ... and lets its buffers go as it ends
   auto n = std::make_unique<node>(cfg);
   if (auto err = n->start())
     return err;

@@ -174,6 +174,7 @@ private:
   ucx_engine_ref engine_;
   caf::actor copier_; // whole-payload copies off the cooperative threads
   caf::actor prefiller_; // prepares warm room for the next get result (or none)
+  caf::actor warm_reaper_; // lets warm buffers idle too long go (or none)
   arena_pool_actor pool_;
   std::vector<char> ucx_address_;
   gateway_actor gateway_;

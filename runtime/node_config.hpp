@@ -60,6 +60,10 @@ struct node_config {
   // prepared in the warm buffers on a background thread, for the next one
   // (actors/rendezvous/result_prefiller.hpp); needs warm_buffer_bytes.
   bool warm_buffer_prefill = true;
+  // A warm buffer nobody took for this long is let go and its memory handed
+  // back (actors/rendezvous/warm_buffer_reaper.hpp); 0: kept until the node
+  // stops.
+  uint64_t warm_buffer_idle_ms = 60000;
   // A transparently staged payload of at least this many bytes is
   // registered where it lies instead of copied into an arena, where
   // registering memory pins nothing (shared memory, tcp); 0: always copied.

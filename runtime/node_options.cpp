@@ -85,6 +85,10 @@ void add_node_options(CLI::App& app, node_config& cfg) {
                  "on a background thread for the next get's result (within "
                  "--warm-buffer-bytes)")
     ->capture_default_str();
+  app.add_option("--warm-buffer-idle-ms", cfg.warm_buffer_idle_ms,
+                 "A warm buffer nobody took for this long is let go and its memory "
+                 "handed back (0: kept until the node stops)")
+    ->capture_default_str();
   add_client_options(app, cfg);
   app.add_option("--port", cfg.port, "Gateway port (0: any free port)")
     ->capture_default_str();

@@ -22,6 +22,7 @@
 #include "actors/rendezvous/owner.hpp"
 #include "actors/rendezvous/path_metrics.hpp"
 #include "actors/rendezvous/result_prefiller.hpp"
+#include "actors/rendezvous/warm_buffer_reaper.hpp"
 #include "actors/staging/staging_metrics.hpp"
 #include "actors/staging/remote_stager.hpp"
 #include "actors/staging/staging_source.hpp"
@@ -87,6 +88,9 @@ void node::wire_services(worker_registry workers) {
                           messenger_metrics_->warm_buffer_prefills});
   if (ctx_->warm && cfg_.warm_buffer_prefill)
     prefiller_ = spawn_result_prefiller(*sys_, ctx_->warm);
+  if (ctx_->warm && cfg_.warm_buffer_idle_ms > 0)
+    warm_reaper_ = spawn_warm_buffer_reaper(
+      *sys_, ctx_->warm, std::chrono::milliseconds{cfg_.warm_buffer_idle_ms});
   copier_ = spawn_bulk_copier(*sys_, 2);
   auto directory = std::make_shared<peer_directory>();
   ctx_->owner = spawn_owner(*sys_, worker_id_, ocfg, owner_metrics_.get(),

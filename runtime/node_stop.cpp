@@ -166,6 +166,7 @@ void node::stop() {
   stop_and_wait("owner", caf::actor_cast<caf::actor>(ctx_->owner));
   stop_and_wait("bulk copier", copier_);
   stop_and_wait("result prefiller", prefiller_);
+  stop_and_wait("warm buffer reaper", warm_reaper_);
   // What is still charged now (a region that did not drain) is named.
   unmap_arenas(deadline, true);
   stop_and_wait("arena pool", caf::actor_cast<caf::actor>(pool_));
@@ -179,6 +180,7 @@ void node::stop() {
   prober_ = nullptr;
   copier_ = nullptr;
   prefiller_ = nullptr;
+  warm_reaper_ = nullptr;
   pool_ = nullptr;
   engine_ = ucx_engine_ref{};
   if (ctx_ && ctx_->warm) // a worker's copy of the context may outlive the metrics

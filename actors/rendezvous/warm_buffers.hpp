@@ -6,12 +6,16 @@
 // (docs/performance.md). Handler threads give back their requests'
 // payloads, callers their get results (node_context::give_back).
 // Thread-safe: consumers take on their threads, anyone gives back.
+// A buffer nobody took for a while is let go (drop_idle, called by the
+// node's warm_buffer_reaper), so a node that stopped getting large results
+// does not hold their memory for the rest of its life.
 // Must never: keep more than its byte bound, keep a small buffer, hand a
 // large buffer to a small result (the caller would hold all of it), evict
 // a buffer given back for a prepared one, keep two prepared ones, or report
 // after close.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <vector>
@@ -78,6 +82,12 @@ public:
   /// prepared before, counting it; else frees it. True if kept.
   bool keep_prepared(byte_buffer&& buf);
 
+  /// Frees every kept buffer that was given back or prepared at least
+  /// `max_idle` before `now` (none for a zero `max_idle`); returns the
+  /// capacity freed.
+  size_t drop_idle(std::chrono::steady_clock::time_point now,
+                   std::chrono::milliseconds max_idle);
+
   /// Frees what is kept and keeps nothing from now on (a later give frees
   /// its buffer); the metrics are not written again. The node's stop calls
   /// it: a worker may still hold the cache after its node's metrics went.
@@ -87,8 +97,13 @@ public:
   size_t kept_buffers() const;
 
 private:
+  struct kept_buffer {
+    byte_buffer bytes;
+    std::chrono::steady_clock::time_point since; // given back or prepared
+  };
+
   mutable std::mutex mu_;
-  std::vector<byte_buffer> kept_; // oldest first
+  std::vector<kept_buffer> kept_; // oldest first
   size_t kept_bytes_ = 0;
   const char* prepared_ = nullptr; // the kept prepared buffer's memory, if any
   size_t max_bytes_; // 0 once closed
@@ -101,6 +116,9 @@ private:
   // With mu_ held: where the kept prepared buffer is, kept_.size() if none.
   size_t prepared_index() const;
   static bool fits(const byte_buffer& b, size_t size);
+  // With mu_ held: takes kept_[i] out, keeping the count and the prepared
+  // mark in step.
+  byte_buffer remove_locked(size_t i);
 };
 
 } // namespace ferry

@@ -4,7 +4,8 @@
 // ones are not kept, the byte bound holds (the oldest go first), and once
 // closed nothing is kept. A buffer prepared ahead for the next result is
 // kept only where none fits, one at a time, faulted in, and never evicts a
-// given one; the prefiller keeps one for the latest size asked.
+// given one; the prefiller keeps one for the latest size asked. A buffer
+// nobody took for the idle time is let go, by the reaper on its own.
 #include "actors/rendezvous/warm_buffers.hpp"
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 
 #include "actors/node_context.hpp"
 #include "actors/rendezvous/result_prefiller.hpp"
+#include "actors/rendezvous/warm_buffer_reaper.hpp"
 #include "tests/cluster/test_support.hpp"
 
 namespace {
@@ -231,4 +233,56 @@ TEST(MessengerWarmBuffers, ThePrefillerKeepsOneBufferForTheLatestSizeAskedThatNo
   EXPECT_EQ(warm->kept_buffers(), 1u);
   EXPECT_EQ(warm->take_unfilled(20 * MiB).size(), 20 * MiB);
   caf::anon_send_exit(prefiller, caf::exit_reason::user_shutdown);
+}
+
+namespace {
+
+/// The clock's reading once it has moved past `t` (it moves in nanoseconds:
+/// a few reads at most).
+std::chrono::steady_clock::time_point after(std::chrono::steady_clock::time_point t) {
+  auto now = std::chrono::steady_clock::now();
+  while (now <= t)
+    now = std::chrono::steady_clock::now();
+  return now;
+}
+
+} // namespace
+
+TEST(MessengerWarmBuffers, ABufferIdleForTheWholeTimeIsLetGoAndAFresherOneStays) {
+  using namespace std::chrono_literals;
+  warm_buffers warm{256 * MiB};
+  auto first = std::chrono::steady_clock::now(); // nothing was kept before
+  warm.give(with_capacity(16 * MiB));
+  ASSERT_TRUE(ferry::prepare_result_buffer(warm, 40 * MiB)); // prepared: 40 MiB
+  auto older = std::chrono::steady_clock::now(); // both were kept by now
+  after(older);
+  auto fresher = with_capacity(8 * MiB);
+  const char* fresher_memory = fresher.data();
+  warm.give(std::move(fresher)); // kept after `older`
+  ASSERT_EQ(warm.kept_bytes(), 64 * MiB);
+  EXPECT_EQ(warm.drop_idle(older + 1s, 0ms), 0u) << "0: never";
+  EXPECT_EQ(warm.drop_idle(first + 999ms, 1s), 0u) << "none idle for the whole second yet";
+  EXPECT_EQ(warm.drop_idle(older + 1s, 1s), 56 * MiB);
+  EXPECT_EQ(warm.kept_buffers(), 1u);
+  EXPECT_EQ(warm.kept_bytes(), 8 * MiB);
+  EXPECT_EQ(warm.take_unfilled(8 * MiB).data(), fresher_memory);
+  // The prepared buffer went with them: another one may be prepared.
+  EXPECT_TRUE(warm.wants_prepared(40 * MiB));
+}
+
+TEST(MessengerWarmBuffers, TheReaperLetsGoWhatNobodyTookAndKeepsLooking) {
+  using namespace std::chrono_literals;
+  EXPECT_EQ(ferry::warm_buffer_reap_period(60s), 30s);
+  EXPECT_EQ(ferry::warm_buffer_reap_period(10ms), 1s); // at least a second
+  caf::actor_system_config cfg;
+  caf::actor_system sys{cfg};
+  auto warm = std::make_shared<warm_buffers>(256 * MiB);
+  auto reaper = ferry::spawn_warm_buffer_reaper(sys, warm, 10ms);
+  for (int round = 0; round < 2; ++round) { // its second look too
+    warm->give(with_capacity(32 * MiB));
+    ASSERT_EQ(warm->kept_bytes(), 32 * MiB);
+    EXPECT_TRUE(ferry::test::eventually([&] { return warm->kept_bytes() == 0; }, 10s))
+      << "round " << round;
+  }
+  caf::anon_send_exit(reaper, caf::exit_reason::user_shutdown);
 }
