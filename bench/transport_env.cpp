@@ -12,8 +12,8 @@ std::string ucx_tls(ucx_transport t) {
 
 std::vector<std::string> ucx_peer_env(ucx_transport t, bool emulated_gets) {
   std::vector<std::string> env{"UCX_TLS=" + ucx_tls(t), "UCX_NET_DEVICES=lo"};
-  if (t == ucx_transport::tcp && emulated_gets)
-    env.push_back(std::string{emulated_gets_env} + "=1");
+  if (t == ucx_transport::tcp) // said either way: an inherited value must not decide
+    env.push_back(std::string{emulated_gets_env} + (emulated_gets ? "=1" : "=0"));
   return env;
 }
 
@@ -32,8 +32,8 @@ scoped_env::~scoped_env() {
 
 scoped_transport_env::scoped_transport_env(ucx_transport t, bool emulated_gets)
   : tls_("UCX_TLS", ucx_tls(t)), devices_("UCX_NET_DEVICES", "lo") {
-  if (t == ucx_transport::tcp && emulated_gets)
-    emulated_gets_.emplace(emulated_gets_env, "1");
+  if (t == ucx_transport::tcp)
+    emulated_gets_.emplace(emulated_gets_env, emulated_gets ? "1" : "0");
 }
 
 } // namespace ferry::bench

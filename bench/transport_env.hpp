@@ -22,7 +22,7 @@ enum class ucx_transport { sm, tcp };
 std::string ucx_tls(ucx_transport t);
 
 /// "UCX_TLS=..." and "UCX_NET_DEVICES=lo", for a peer process; over tcp
-/// also FERRY_RDMA_EMULATED_GETS=1 unless `emulated_gets` is false: the tcp
+/// also FERRY_RDMA_EMULATED_GETS, 1 unless `emulated_gets` is false: the tcp
 /// RDMA rows measure UCX's emulated GET, which a node takes only when
 /// allowed (by default a tcp pair's gets go by chunks:
 /// rdma/one_sided_reads.hpp).

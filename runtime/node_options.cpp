@@ -119,9 +119,10 @@ void add_node_options(CLI::App& app, node_config& cfg) {
     ->capture_default_str();
   app.add_option("--rdma-emulated-gets", cfg.rdma_emulated_gets,
                  "The RDMA path also with peers whose GETs UCX emulates over tcp "
-                 "(no shared memory, no one-sided NIC): slower than chunks there, and "
-                 "UCX 1.13 can abort an owner whose reader dies mid-GET "
-                 "(FERRY_RDMA_EMULATED_GETS=1 turns it on)")
+                 "(the two nodes share no memory and do not both have a one-sided "
+                 "NIC); takes effect where both nodes allow it. Slower than chunks "
+                 "there, and UCX 1.13 can abort an owner whose reader dies mid-GET "
+                 "(FERRY_RDMA_EMULATED_GETS=1, true, yes or on turns it on)")
     ->capture_default_str();
   app.add_option("--rdma-min-bytes", cfg.rdma_min_bytes)->capture_default_str();
   app.add_option("--lease-timeout-ms", cfg.lease_timeout_ms,

@@ -42,13 +42,16 @@ void fault_runner::bring_back(int slot, soak_clock::time_point from, fault_recor
 }
 
 void fault_runner::kill_consumer(std::mt19937_64& rng, bool rdma, fault_record& f) {
-  // Mid-GET: an owner with registered memory and a consumer with the RDMA
-  // path; mid-pull: plain memory, the chunked path.
-  auto rdma_node = [&](int s) { return cluster_.role(s).rdma() && !cluster_.role(s).small_budget; };
-  auto owner = rdma ? cluster_.pick(rng, {}, rdma_node) : cluster_.pick(rng);
+  // Mid-GET: an owner with registered memory (room in its budget for the
+  // payload) and a consumer with the RDMA path, both with shared memory: a
+  // pair over tcp alone takes no GET (rdma/one_sided_reads.hpp). Mid-pull:
+  // plain memory, the chunked path.
+  auto gets = [&](int s) { return cluster_.role(s).rdma() && !cluster_.role(s).tcp_only; };
+  auto rdma_owner = [&](int s) { return gets(s) && !cluster_.role(s).small_budget; };
+  auto owner = rdma ? cluster_.pick(rng, {}, rdma_owner) : cluster_.pick(rng);
   if (!owner)
     return void(f.note = "skipped: no owner up");
-  auto victim = rdma ? cluster_.pick(rng, {*owner}, rdma_node) : cluster_.pick(rng, {*owner});
+  auto victim = rdma ? cluster_.pick(rng, {*owner}, gets) : cluster_.pick(rng, {*owner});
   if (!victim)
     return void(f.note = "skipped: no consumer up");
   f.victim = *victim;

@@ -26,6 +26,7 @@ inline owner_route caf_route(const consumer_context& ctx, caf::actor owner,
 }
 
 /// Calls on_owner(owner_route route, bool ucx_peer) or on_error(caf::error&),
+/// ucx_peer true when GETs from that owner may go (the directory's ucx_gets),
 /// at once on a directory hit, else when the gateway answers. The route
 /// takes the control channel when the directory says the peer's calls go
 /// by it; a gateway's answer (this node, or a peer not in the directory)

@@ -33,7 +33,8 @@ std::chrono::milliseconds transfer::chunked_lease() const {
   return std::max(p_.lease, 2 * p_.request_timeout);
 }
 
-/// The offer from the three local facts; a fallback acquire offers nothing.
+/// The offer from the local facts (the spec's three, and the pair reading
+/// one-sided: ucx_peer says both); a fallback acquire offers nothing.
 transfer::commands transfer::acquire(bool allow_offer) {
   commands out;
   rv_acquire_request req;

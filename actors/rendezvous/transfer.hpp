@@ -86,7 +86,7 @@ public:
     uint64_t room = 0;              // raw / pinned_writer: the caller's bytes
     bool rdma_registry = false;     // this node has UCX (registered memory)
     bool rdma_enabled = true;       // its kill switch is off
-    bool ucx_peer = false;          // the owner is registered on our UCX engine
+    bool ucx_peer = false;          // GETs from the owner may go (peer_directory's ucx_gets)
     uint64_t staged_payload_max = 0; // 0: no limit
     uint32_t pull_window = 8;
     uint64_t eager_max = 0; // the payload inside the acquire's answer up to this (0: never)

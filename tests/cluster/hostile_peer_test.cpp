@@ -448,8 +448,6 @@ struct hostile_ucx {
   hostile_ucx() {
     ::setenv("UCX_TLS", "tcp", 1); // before any context of this process
     ::setenv("UCX_NET_DEVICES", "lo", 1);
-    // The consumer node offers GETs to this tcp peer (one_sided_reads.hpp).
-    ::setenv("FERRY_RDMA_EMULATED_GETS", "1", 1);
     auto c = ucx_context::create();
     if (!c)
       throw std::runtime_error(c.error_message());
@@ -476,6 +474,7 @@ struct HostileRdmaOwner : HostileOwner {
   static node_config rdma_config() {
     auto c = local_config();
     c.metrics_port = 0;
+    c.rdma_emulated_gets = true; // it offers GETs to this tcp peer (one_sided_reads.hpp)
     return c;
   }
   std::unique_ptr<hostile_ucx> ucx;
