@@ -4,12 +4,14 @@
 //
 // Why it matters (UCX 1.13.1, measured on loopback and read in its source):
 // over tcp a GET is emulated: the owner's own UCX worker reads the range and
-// sends it back as messages. That is 2 to 3 times slower than the chunked
-// path's messages (docs/performance.md, "No emulated GETs over tcp"), and a
-// reader that dies while its reply is queued aborts the *owner* process
-// (ucp_request_try_send has no error path but ucs_fatal;
-// docs/known-issues.md). So a pair whose GETs would be emulated takes the
-// chunked path unless a node allows emulated GETs (--rdma-emulated-gets).
+// sends it back as messages. That is 1.6 to 2.8 times slower than the
+// chunked path's messages on loopback (docs/performance.md, "No emulated
+// GETs over tcp"), and a reader that dies while its reply is queued aborts
+// the *owner* process (ucp_request_try_send has no error path but
+// ucs_fatal; docs/known-issues.md). So a pair whose GETs would be emulated
+// takes the chunked path unless both nodes allow emulated GETs
+// (--rdma-emulated-gets: the consumer offers only with its own, the owner
+// grants only with its own).
 //
 // A node with a NIC transport that reads one-sided (rc_verbs, rc_mlx5,
 // dc_mlx5 in UCX 1.13) tells "ucx_nic_rma"; a node with shared-memory
